@@ -1,0 +1,43 @@
+# Set-up and the everyday commands. Every target installs what it needs into .venv first,
+# so `make demo` and `make test` work on a fresh machine with only Python 3.11.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# DDS discovery never leaves this machine, for every command below.
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+RUN_STAMP  := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: demo test test-nojit bench install clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip setuptools wheel
+
+$(RUN_STAMP): $(PY) setup.py requirements/ros.txt
+	$(PIP) install -r requirements/ros.txt matplotlib
+	$(PIP) install -e .
+	touch $@
+
+$(TEST_STAMP): $(RUN_STAMP) requirements/test.txt
+	$(PIP) install -r requirements/test.txt
+	touch $@
+
+install: $(RUN_STAMP)
+
+demo: $(RUN_STAMP)
+	$(VENV)/bin/dyn-control demo
+
+test: $(TEST_STAMP)
+	$(PY) -m pytest -q test
+	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -m kernels test
+
+bench: $(TEST_STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .numba_cache demo_output build install log
