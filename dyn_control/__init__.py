@@ -1,0 +1,17 @@
+"""dyn_control: real-time model-based control with Numba rigid-body dynamics.
+
+    import dyn_control as dc
+    model = dc.load_urdf("robot.urdf")
+    data = model.create_data()
+    tau = dc.rnea(model, data, q, v, a)
+"""
+from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
+                       nonlinear_effects, rnea)
+from .model import PARAMETER_NAMES, Data, Model
+from .robots import bundled_urdf
+from .urdf import URDFError, load_urdf
+
+__all__ = [
+    "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "bundled_urdf", "coriolis_matrix", "crba",
+    "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "nonlinear_effects", "rnea",
+]

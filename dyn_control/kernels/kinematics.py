@@ -1,0 +1,110 @@
+"""Forward kinematics and frame Jacobians."""
+from numba import njit
+
+from ..spatial import compose_into, motion_to_parent, screw_exp_into
+
+
+@njit(cache=True)
+def joint_transforms(screw_axes, home_R, home_p, q, R, p):
+    """T_{parent,i}(q) = M_i exp([S_i] q_i) for every body, into (R, p)."""
+    for i in range(q.shape[0]):
+        # exp([S_i] q_i) into (R[i], p[i]) first, then premultiply by the home transform
+        screw_exp_into(screw_axes[i], q[i], R[i], p[i])
+        r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
+        r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
+        r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+        p0, p1, p2 = p[i, 0], p[i, 1], p[i, 2]
+        for r in range(3):
+            h0, h1, h2 = home_R[i, r, 0], home_R[i, r, 1], home_R[i, r, 2]
+            R[i, r, 0] = h0 * r00 + h1 * r10 + h2 * r20
+            R[i, r, 1] = h0 * r01 + h1 * r11 + h2 * r21
+            R[i, r, 2] = h0 * r02 + h1 * r12 + h2 * r22
+            p[i, r] = h0 * p0 + h1 * p1 + h2 * p2 + home_p[i, r]
+
+
+@njit(cache=True)
+def world_poses(parents, R, p, oR, op):
+    """Body poses in the root frame: oT_i = oT_parent T_{parent,i}."""
+    for i in range(parents.shape[0]):
+        j = parents[i]
+        if j < 0:
+            oR[i] = R[i]
+            op[i] = p[i]
+        else:
+            compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
+
+
+@njit(cache=True)
+def frame_poses(frame_body, frame_R, frame_p, oR, op, out):
+    """World 4x4 poses of all frames: the body's pose times the frame's placement on it."""
+    for f in range(frame_body.shape[0]):
+        b = frame_body[f]
+        for r in range(3):
+            for c in range(3):
+                if b < 0:
+                    out[f, r, c] = frame_R[f, r, c]
+                else:
+                    out[f, r, c] = (oR[b, r, 0] * frame_R[f, 0, c] + oR[b, r, 1] * frame_R[f, 1, c]
+                                    + oR[b, r, 2] * frame_R[f, 2, c])
+            if b < 0:
+                out[f, r, 3] = frame_p[f, r]
+            else:
+                out[f, r, 3] = (oR[b, r, 0] * frame_p[f, 0] + oR[b, r, 1] * frame_p[f, 1]
+                                + oR[b, r, 2] * frame_p[f, 2] + op[b, r])
+            out[f, 3, r] = 0.0
+        out[f, 3, 3] = 1.0
+
+
+@njit(cache=True)
+def world_jacobian(parents, screw_axes, oR, op, body, J):
+    """Columns oS_j = Ad_{oT_j} S_j for the joints j supporting `body` (zero elsewhere): the
+    spatial velocity of the body in the root frame, at the root origin, is J v."""
+    J[:, :] = 0.0
+    j = body
+    while j >= 0:
+        motion_to_parent(oR[j], op[j], screw_axes[j], J[:, j])
+        j = parents[j]
+
+
+WORLD = 0
+LOCAL = 1
+LOCAL_WORLD_ALIGNED = 2
+
+
+@njit(cache=True)
+def frame_jacobian(parents, screw_axes, oR, op, body, frame_R, frame_p, reference, J):
+    """6 x nb Jacobian of a frame placed at (frame_R, frame_p) on `body` (world poses oR, op
+    already computed), angular rows first:
+    WORLD: spatial velocity in the root frame at the root origin; LOCAL: twist in the frame;
+    LOCAL_WORLD_ALIGNED: angular velocity and the frame origin's velocity, in root axes."""
+    J[:, :] = 0.0
+    if body < 0:
+        return
+    world_jacobian(parents, screw_axes, oR, op, body, J)
+    if reference == WORLD:
+        return
+    # frame origin and rotation in the root frame
+    o0 = oR[body, 0, 0] * frame_p[0] + oR[body, 0, 1] * frame_p[1] + oR[body, 0, 2] * frame_p[2] + op[body, 0]
+    o1 = oR[body, 1, 0] * frame_p[0] + oR[body, 1, 1] * frame_p[1] + oR[body, 1, 2] * frame_p[2] + op[body, 1]
+    o2 = oR[body, 2, 0] * frame_p[0] + oR[body, 2, 1] * frame_p[1] + oR[body, 2, 2] * frame_p[2] + op[body, 2]
+    j = body
+    while j >= 0:
+        w0, w1, w2 = J[0, j], J[1, j], J[2, j]
+        # velocity of the point at the frame origin: v0 + w x o
+        u0 = J[3, j] + w1 * o2 - w2 * o1
+        u1 = J[4, j] + w2 * o0 - w0 * o2
+        u2 = J[5, j] + w0 * o1 - w1 * o0
+        if reference == LOCAL_WORLD_ALIGNED:
+            J[3, j], J[4, j], J[5, j] = u0, u1, u2
+        else:
+            # rotate into the frame: R_f^T = (oR_b frame_R)^T
+            for r in range(3):
+                c0 = (oR[body, 0, 0] * frame_R[0, r] + oR[body, 0, 1] * frame_R[1, r]
+                      + oR[body, 0, 2] * frame_R[2, r])
+                c1 = (oR[body, 1, 0] * frame_R[0, r] + oR[body, 1, 1] * frame_R[1, r]
+                      + oR[body, 1, 2] * frame_R[2, r])
+                c2 = (oR[body, 2, 0] * frame_R[0, r] + oR[body, 2, 1] * frame_R[1, r]
+                      + oR[body, 2, 2] * frame_R[2, r])
+                J[r, j] = c0 * w0 + c1 * w1 + c2 * w2
+                J[3 + r, j] = c0 * u0 + c1 * u1 + c2 * u2
+        j = parents[j]

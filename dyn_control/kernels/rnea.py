@@ -1,0 +1,49 @@
+"""Recursive Newton-Euler inverse dynamics, in body frames (seed "Differential Dynamics and
+Mesh-Based Inertia", eqs. 1-5)."""
+from numba import njit
+
+from ..spatial import cross_force, cross_motion, force_to_parent_add, inertia_times, motion_to_child
+from .kinematics import joint_transforms
+
+
+@njit(cache=True)
+def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R, p, V, Vdot, F,
+         tmp6, tau):
+    """tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i.
+
+    base_accel is the root's acceleration [0; -g] (gravity as a fictitious base acceleration).
+    """
+    nb = q.shape[0]
+    joint_transforms(screw_axes, home_R, home_p, q, R, p)
+    GV = tmp6[0]
+    VxGV = tmp6[1]
+    for i in range(nb):
+        j = parents[i]
+        S = screw_axes[i]
+        # eq. 2: V_i = Ad_{T^-1} V_parent + S_i qd_i
+        # eq. 3: Vdot_i = Ad_{T^-1} Vdot_parent + S_i qdd_i + ad_{V_i} S_i qd_i
+        if j < 0:
+            V[i, :] = 0.0
+            motion_to_child(R[i], p[i], base_accel, Vdot[i])
+        else:
+            motion_to_child(R[i], p[i], V[j], V[i])
+            motion_to_child(R[i], p[i], Vdot[j], Vdot[i])
+        for k in range(6):
+            V[i, k] += S[k] * v[i]
+        cross_motion(V[i], S, VxGV)
+        for k in range(6):
+            Vdot[i, k] += S[k] * a[i] + VxGV[k] * v[i]
+        # eq. 4 (own part): F_i = G_i Vdot_i - ad*_{V_i} G_i V_i - f_ext_i
+        inertia_times(phi[i], Vdot[i], F[i])
+        inertia_times(phi[i], V[i], GV)
+        cross_force(V[i], GV, VxGV)
+        for k in range(6):
+            F[i, k] += VxGV[k] - f_ext[i, k]
+    for i in range(nb - 1, -1, -1):
+        # eq. 5: tau_i = S_i^T F_i ; eq. 4 (children): F_parent += Ad*_{T^-1} F_i
+        S = screw_axes[i]
+        tau[i] = (S[0] * F[i, 0] + S[1] * F[i, 1] + S[2] * F[i, 2]
+                  + S[3] * F[i, 3] + S[4] * F[i, 4] + S[5] * F[i, 5])
+        j = parents[i]
+        if j >= 0:
+            force_to_parent_add(R[i], p[i], F[i], F[j])

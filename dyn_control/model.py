@@ -1,0 +1,195 @@
+"""Model (immutable flat arrays and names) and Data (the preallocated workspace of every kernel).
+
+A Model is a kinematic tree of `nbodies` bodies, each attached to its parent by one 1-DoF joint
+whose motion is a screw (revolute [a; 0], prismatic [0; a], or any screw after a twist
+perturbation). Body i's frame is its joint's frame; at configuration q its pose in the parent
+body's frame is T_{parent,i}(q) = M_i exp([S_i] q_i) with M_i = (home_R[i], home_p[i]).
+Bodies come in depth-first order (parents before children), so forward passes run i = 0..nb-1
+and backward passes the other way. parent -1 is the fixed root link ("universe").
+
+Without mimic coupling the generalized coordinates are the joint angles/displacements one per
+body (nq = nv = nbodies). With `mimic=True` a mimic joint follows its leader,
+q_tree = coupling @ q + coupling_offset, and nq = nv < nbodies.
+"""
+import numpy as np
+
+REVOLUTE = 0
+PRISMATIC = 1
+CONTINUOUS = 2
+JOINT_TYPE_NAMES = {REVOLUTE: "revolute", PRISMATIC: "prismatic", CONTINUOUS: "continuous"}
+
+PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
+
+
+def _frozen(array, dtype=np.float64):
+    out = np.array(array, dtype=dtype, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+class Model:
+    """A robot's kinematic tree and inertial data. Build it with `dyn_control.load_urdf`."""
+
+    def __init__(self, *, name, joint_names, body_names, joint_types, parents, screw_axes, home_R,
+                 home_p, inertial_parameters, lower, upper, velocity_limit, effort_limit, damping,
+                 friction, frame_names, frame_body, frame_R, frame_p, root_name,
+                 coupling=None, coupling_offset=None, mimic_of=None, link_geometry=None,
+                 source_dir=None, gravity=(0.0, 0.0, -9.81)):
+        self.name = name
+        self.root_name = root_name
+        self.joint_names = tuple(joint_names)
+        self.body_names = tuple(body_names)  # the link each joint moves (body i's own frame)
+        self.nbodies = len(self.joint_names)
+        self.parents = _frozen(parents, np.int64)
+        self.joint_types = _frozen(joint_types, np.int64)
+        self.screw_axes = _frozen(screw_axes)
+        self.home_R = _frozen(home_R)
+        self.home_p = _frozen(home_p)
+        self.phi = _frozen(inertial_parameters)  # (nbodies, 10), order of PARAMETER_NAMES
+        self.lower = _frozen(lower)
+        self.upper = _frozen(upper)
+        self.velocity_limit = _frozen(velocity_limit)
+        self.effort_limit = _frozen(effort_limit)
+        self.damping = _frozen(damping)
+        self.friction = _frozen(friction)
+        self.frame_names = tuple(frame_names)
+        self.frame_body = _frozen(frame_body, np.int64)  # -1: attached to the root
+        self.frame_R = _frozen(frame_R)  # frame pose in its body's frame
+        self.frame_p = _frozen(frame_p)
+        self.gravity = _frozen(gravity)
+        self.link_geometry = dict(link_geometry or {})
+        self.source_dir = source_dir
+        self.mimic_of = tuple(mimic_of) if mimic_of is not None else (None,) * self.nbodies
+        if coupling is None:
+            self.coupling = None
+            self.coupling_offset = None
+            self.nv = self.nbodies
+            self.actuated_joints = self.joint_names
+        else:
+            self.coupling = _frozen(coupling)
+            self.coupling_offset = _frozen(coupling_offset)
+            self.nv = self.coupling.shape[1]
+            self.actuated_joints = tuple(n for n, m in zip(self.joint_names, self.mimic_of) if m is None)
+        self.nq = self.nv
+        self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
+        # a joint name also names its child link's frame
+        for joint, body in zip(self.joint_names, self.body_names):
+            self._frame_index.setdefault(joint, self._frame_index[body])
+
+    def __repr__(self):
+        return (f"Model({self.name!r}: {self.nbodies} moving bodies, nq = nv = {self.nv}, "
+                f"{len(self.frame_names)} frames, root {self.root_name!r})")
+
+    def create_data(self):
+        return Data(self)
+
+    def frame_id(self, frame):
+        """Index of a frame given by link or joint name (or an index)."""
+        if isinstance(frame, (int, np.integer)):
+            if not 0 <= frame < len(self.frame_names):
+                raise ValueError(f"frame index {frame} out of range (the model has "
+                                 f"{len(self.frame_names)} frames)")
+            return int(frame)
+        try:
+            return self._frame_index[frame]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown frame {frame!r}: not a link or joint of robot "
+                             f"{self.name!r}") from None
+
+    def joint_index(self, joint):
+        try:
+            return self.joint_names.index(joint)
+        except ValueError:
+            raise ValueError(f"unknown joint {joint!r}: robot {self.name!r} has joints "
+                             f"{', '.join(self.joint_names)}") from None
+
+    def inertial_parameters(self):
+        """All bodies' parameters stacked, (10 * nbodies,), order [m, hx, hy, hz, Ixx, Iyy, Izz,
+        Ixy, Ixz, Iyz] per body, rotational inertia about the body frame origin."""
+        return self.phi.reshape(-1).copy()
+
+    def total_mass(self):
+        return float(self.phi[:, 0].sum())
+
+    def neutral_configuration(self):
+        """Zeros, moved inside the joint limits where zero is outside them."""
+        q = np.zeros(self.nbodies)
+        q = np.clip(q, self.lower, self.upper)
+        if self.coupling is None:
+            return q
+        return q[[self.joint_names.index(n) for n in self.actuated_joints]]
+
+    def _replace(self, **changes):
+        fields = dict(
+            name=self.name, joint_names=self.joint_names, body_names=self.body_names,
+            joint_types=self.joint_types, parents=self.parents, screw_axes=self.screw_axes,
+            home_R=self.home_R, home_p=self.home_p, inertial_parameters=self.phi,
+            lower=self.lower, upper=self.upper, velocity_limit=self.velocity_limit,
+            effort_limit=self.effort_limit, damping=self.damping, friction=self.friction,
+            frame_names=self.frame_names, frame_body=self.frame_body, frame_R=self.frame_R,
+            frame_p=self.frame_p, root_name=self.root_name, coupling=self.coupling,
+            coupling_offset=self.coupling_offset, mimic_of=self.mimic_of,
+            link_geometry=self.link_geometry, source_dir=self.source_dir, gravity=self.gravity)
+        fields.update(changes)
+        return Model(**fields)
+
+    def with_gravity(self, gravity):
+        g = np.asarray(gravity, dtype=np.float64)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"gravity must be 3 finite numbers, got {gravity!r}")
+        return self._replace(gravity=g)
+
+
+class Data:
+    """Every buffer a kernel writes, allocated once per model (nothing is allocated per call)."""
+
+    def __init__(self, model):
+        nb, nv, nf = model.nbodies, model.nv, len(model.frame_names)
+        self.nbodies = nb
+        self.nv = nv
+        # tree coordinates (one per body): equal to q, v, a without mimic coupling
+        self.q_tree = np.zeros(nb)             # joint positions of the tree
+        self.v_tree = np.zeros(nb)             # joint velocities of the tree
+        self.a_tree = np.zeros(nb)             # joint accelerations of the tree
+        self.tau_tree = np.zeros(nb)           # joint efforts of the tree
+        # kinematics
+        self.R = np.zeros((nb, 3, 3))          # rotation of T_{parent,i}(q)
+        self.p = np.zeros((nb, 3))             # translation of T_{parent,i}(q)
+        self.oR = np.zeros((nb, 3, 3))         # body rotation in the root frame
+        self.op = np.zeros((nb, 3))            # body origin in the root frame
+        self.frame_poses = np.zeros((nf, 4, 4))  # world poses of all frames
+        self.V = np.zeros((nb, 6))             # body twist, body frame
+        self.Vdot = np.zeros((nb, 6))          # body acceleration (gravity included), body frame
+        self.F = np.zeros((nb, 6))             # force transmitted by joint i, body frame
+        self.f_ext_zero = np.zeros((nb, 6))    # stands in for f_ext=None
+        self.gravity_accel = np.zeros(6)       # base acceleration [0; -g]
+        self.tmp6 = np.zeros((4, 6))           # scratch 6-vectors
+        # inverse dynamics outputs
+        self.tau = np.zeros(nv)                # rnea
+        self.nle = np.zeros(nv)                # C(q, v) v + g(q)
+        self.g = np.zeros(nv)                  # g(q)
+        # crba
+        self.M_tree = np.zeros((nb, nb))       # joint-space inertia of the tree
+        self.M = np.zeros((nv, nv))            # joint-space inertia
+        self.phi_composite = np.zeros((nb, 10))  # composite-body inertial parameters, body frame
+        # aba
+        self.ddq = np.zeros(nv)                # forward dynamics output
+        self.X = np.zeros((nb, 6, 6))          # Ad_{T_{parent,i}^-1}
+        self.IA = np.zeros((nb, 6, 6))         # articulated-body inertia
+        self.pA = np.zeros((nb, 6))            # articulated-body bias force
+        self.c = np.zeros((nb, 6))             # velocity-product acceleration V_i x S_i qd_i
+        self.U = np.zeros((nb, 6))             # IA_i S_i
+        self.D = np.zeros(nb)                  # S_i^T IA_i S_i
+        self.u = np.zeros(nb)                  # tau_i - S_i^T pA_i
+        self.tmp66 = np.zeros((2, 6, 6))       # scratch 6x6 matrices
+        # coriolis matrix
+        self.C = np.zeros((nv, nv))            # C(q, v) with Mdot - 2C skew-symmetric
+        self.C_tree = np.zeros((nb, nb))
+        self.oS = np.zeros((nb, 6))            # joint screw in the root frame
+        self.oV = np.zeros((nb, 6))            # body twist in the root frame
+        self.oPsi = np.zeros((nb, 6))          # d/dt of oS: oV x oS
+        self.oIc = np.zeros((nb, 6, 6))        # composite inertia, root frame
+        self.oBc = np.zeros((nb, 6, 6))        # composite Coriolis body matrix, root frame
+        # jacobians
+        self.J = np.zeros((6, nv))             # frame Jacobian output
+        self.J_tree = np.zeros((6, nb))
