@@ -1,10 +1,11 @@
 """Public functional API (model + data, like Pinocchio): checks inputs once, calls the kernels.
 
 Every function writes into and returns a buffer of `data` (as Pinocchio returns data.tau):
-copy a result to keep it past the next call with the same data.
+copy a result to keep it past the next call with the same data. Shapes are checked here; the
+kernels screen finiteness on their way in (cheaper than NumPy from Python) and this module turns
+a refusal into a ValueError naming the argument. Models with coupled mimic joints go through the
+tree kernels and the coupling matrix G (q_tree = G q + offset, tau = G^T tau_tree).
 """
-import math
-
 import numpy as np
 
 from .kernels import aba as _aba
@@ -14,30 +15,28 @@ from .kernels import kinematics as _kin
 from .kernels import rnea as _rnea
 from .model import Data, Model
 
+_F64 = np.dtype(np.float64)
 _REFERENCES = {"world": _kin.WORLD, "local": _kin.LOCAL, "local_world_aligned": _kin.LOCAL_WORLD_ALIGNED}
 
 
-def check_vector(name, x, n):
-    """x as a contiguous float64 (n,) array, or a ValueError naming the argument."""
-    if type(x) is not np.ndarray or x.dtype != np.float64 or not x.flags.c_contiguous:
+def as_vector(name, x, n):
+    """x as a contiguous float64 (n,) array (finiteness is left to the kernel), or a ValueError."""
+    if type(x) is not np.ndarray or x.dtype is not _F64 or not x.flags.c_contiguous:
         try:
             x = np.ascontiguousarray(x, dtype=np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be an array of {n} numbers, got {type(x).__name__}") from None
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
-    if not math.isfinite(x @ x) and not np.all(np.isfinite(x)):  # x @ x: cheap screen for NaN/inf
-        bad = np.flatnonzero(~np.isfinite(x))
-        raise ValueError(f"{name} has non-finite entries (NaN or inf) at indices {bad.tolist()}")
     return x
 
 
-def check_matrix(name, x, shape):
-    if type(x) is not np.ndarray or x.dtype != np.float64 or not x.flags.c_contiguous:
-        try:
-            x = np.ascontiguousarray(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a {shape} array of numbers, got {type(x).__name__}") from None
+def as_finite_array(name, x, shape):
+    """x as a contiguous float64 array of `shape` with finite entries, or a ValueError."""
+    try:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a {shape} array of numbers, got {type(x).__name__}") from None
     if x.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
     if not np.all(np.isfinite(x)):
@@ -45,52 +44,61 @@ def check_matrix(name, x, shape):
     return x
 
 
+def non_finite_error(**arrays):
+    """The ValueError for a kernel that refused its inputs: names every non-finite argument."""
+    parts = []
+    for name, x in arrays.items():
+        bad = np.flatnonzero(~np.isfinite(np.asarray(x)))
+        if bad.size:
+            parts.append(f"{name} at indices {bad.tolist()}")
+    return ValueError("non-finite input (NaN or inf): " + "; ".join(parts))
+
+
 def check_model_data(model, data):
-    if not isinstance(model, Model):
-        raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
-    if not isinstance(data, Data) or data.nbodies != model.nbodies or data.nv != model.nv:
+    if type(data) is not Data or data.nbodies != model.nbodies or data.nv != model.nv:
+        if not isinstance(model, Model):
+            raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
         raise ValueError("data must come from model.create_data() of this model")
-    data.gravity_accel[3:] = -model.gravity  # gravity enters as the base acceleration -g
-
-
-def tree_coordinates(model, data, q, v=None, a=None):
-    """Checked joint-space vectors of the tree (expanded through the mimic coupling, if any)."""
-    nv = model.nv
-    q = check_vector("q", q, nv)
-    v = None if v is None else check_vector("v", v, nv)
-    a = None if a is None else check_vector("a", a, nv)
-    G = model.coupling
-    if G is None:
-        return q, v, a
-    data.q_tree[:] = G @ q + model.coupling_offset
-    if v is not None:
-        data.v_tree[:] = G @ v
-        v = data.v_tree
-    if a is not None:
-        data.a_tree[:] = G @ a
-        a = data.a_tree
-    return data.q_tree, v, a
 
 
 def external_forces(model, data, f_ext):
     if f_ext is None:
         return data.f_ext_zero
-    return check_matrix("f_ext", f_ext, (model.nbodies, 6))
+    return as_finite_array("f_ext", f_ext, (model.nbodies, 6))
 
 
-def _rnea_tree(model, data, q, v, a, f_ext):
-    _rnea.rnea(model.parents, model.screw_axes, model.home_R, model.home_p, model.phi, q, v, a,
-               data.gravity_accel, f_ext, data.R, data.p, data.V, data.Vdot, data.F, data.tmp6,
-               data.tau_tree)
-    return data.tau_tree
+# ----------------------------------------------------------------------------------------------
+# Tree-level calls: arguments already checked, tree coordinates, outputs in data.
 
 
-def _to_generalized(model, tree_vector, out):
-    if model.coupling is None:
-        out[:] = tree_vector
-    else:
-        out[:] = model.coupling.T @ tree_vector
-    return out
+def rnea_tree(model, data, q, v, a, f_ext, tau):
+    if not _rnea.rnea(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
+                      v, a, model._base_accel, f_ext, data.R, data.p, data.V, data.Vdot, data.F,
+                      data.tmp6, tau):
+        raise non_finite_error(q=q, v=v, a=a)
+    return tau
+
+
+def crba_tree(model, data, q, M):
+    if not _crba.crba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
+                      data.R, data.p, data.phi_composite, data.F, M):
+        raise non_finite_error(q=q)
+    return M
+
+
+def _coupled(model, data, q, v=None, a=None):
+    """Tree coordinates of a mimic-coupled model: q_tree = G q + offset, v_tree = G v, a_tree = G a."""
+    G = model.coupling
+    data.q_tree[:] = G @ q + model.coupling_offset
+    if v is not None:
+        data.v_tree[:] = G @ v
+    if a is not None:
+        data.a_tree[:] = G @ a
+    return data.q_tree, data.v_tree, data.a_tree
+
+
+# ----------------------------------------------------------------------------------------------
+# Public API
 
 
 def rnea(model, data, q, v, a, f_ext=None):
@@ -98,90 +106,106 @@ def rnea(model, data, q, v, a, f_ext=None):
 
     f_ext: None or (nbodies, 6), the spatial force [n; f] on each body, in the body's frame."""
     check_model_data(model, data)
-    q, v, a = tree_coordinates(model, data, q, v, a)
-    return _to_generalized(model, _rnea_tree(model, data, q, v, a, external_forces(model, data, f_ext)),
-                           data.tau)
+    nv = model.nv
+    q = as_vector("q", q, nv)
+    v = as_vector("v", v, nv)
+    a = as_vector("a", a, nv)
+    f_ext = external_forces(model, data, f_ext)
+    if model.coupling is None:
+        return rnea_tree(model, data, q, v, a, f_ext, data.tau)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
+        raise non_finite_error(q=q, v=v, a=a)
+    q_t, v_t, a_t = _coupled(model, data, q, v, a)
+    data.tau[:] = model.coupling.T @ rnea_tree(model, data, q_t, v_t, a_t, f_ext, data.tau_tree)
+    return data.tau
 
 
 def nonlinear_effects(model, data, q, v):
     """C(q, v) v + g(q)  -> data.nle (nv,)."""
-    check_model_data(model, data)
-    q, v, _ = tree_coordinates(model, data, q, v)
-    data.a_tree[:] = 0.0
-    return _to_generalized(model, _rnea_tree(model, data, q, v, data.a_tree, data.f_ext_zero), data.nle)
+    data.nle[:] = rnea(model, data, q, v, np.zeros(model.nv))
+    return data.nle
 
 
 def gravity(model, data, q):
     """Generalized gravity g(q)  -> data.g (nv,)."""
-    check_model_data(model, data)
-    q, _, _ = tree_coordinates(model, data, q)
-    data.v_tree[:] = 0.0
-    data.a_tree[:] = 0.0
-    return _to_generalized(model, _rnea_tree(model, data, q, data.v_tree, data.a_tree,
-                                             data.f_ext_zero), data.g)
-
-
-def _crba_tree(model, data, q):
-    _crba.crba(model.parents, model.screw_axes, model.home_R, model.home_p, model.phi, q, data.R,
-               data.p, data.phi_composite, data.F, data.M_tree)
-    return data.M_tree
+    zero = np.zeros(model.nv)
+    data.g[:] = rnea(model, data, q, zero, zero)
+    return data.g
 
 
 def crba(model, data, q):
     """Joint-space inertia matrix M(q), full symmetric  -> data.M (nv, nv)."""
     check_model_data(model, data)
-    q, _, _ = tree_coordinates(model, data, q)
-    M_tree = _crba_tree(model, data, q)
+    q = as_vector("q", q, model.nv)
+    if model.coupling is None:
+        return crba_tree(model, data, q, data.M)
+    if not np.all(np.isfinite(q)):
+        raise non_finite_error(q=q)
     G = model.coupling
-    data.M[:, :] = M_tree if G is None else G.T @ M_tree @ G
+    data.M[:, :] = G.T @ crba_tree(model, data, _coupled(model, data, q)[0], data.M_tree) @ G
     return data.M
 
 
 def aba(model, data, q, v, tau, f_ext=None):
     """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i)  -> data.ddq."""
     check_model_data(model, data)
+    nv = model.nv
+    q = as_vector("q", q, nv)
+    v = as_vector("v", v, nv)
+    tau = as_vector("tau", tau, nv)
     f_ext = external_forces(model, data, f_ext)
     if model.coupling is not None:
-        # coupled joints: no articulated-body recursion; solve with the reduced M
-        tau = check_vector("tau", tau, model.nv)
-        q_t, v_t, _ = tree_coordinates(model, data, q, v)
-        data.a_tree[:] = 0.0
-        bias = model.coupling.T @ _rnea_tree(model, data, q_t, v_t, data.a_tree, f_ext)
-        G = model.coupling
-        data.ddq[:] = np.linalg.solve(G.T @ _crba_tree(model, data, q_t) @ G, tau - bias)
+        # coupled joints: no articulated-body recursion; solve with the reduced M instead
+        bias = rnea(model, data, q, v, np.zeros(nv), f_ext).copy()
+        data.ddq[:] = np.linalg.solve(crba(model, data, q), tau - bias)
         return data.ddq
-    q, v, _ = tree_coordinates(model, data, q, v)
-    tau = check_vector("tau", tau, model.nv)
-    _aba.aba(model.parents, model.screw_axes, model.home_R, model.home_p, model.phi, q, v, tau,
-             data.gravity_accel, f_ext, data.R, data.p, data.X, data.V, data.c, data.IA, data.pA,
-             data.U, data.D, data.u, data.Vdot, data.tmp6, data.tmp66, data.ddq)
+    if not _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v,
+                    tau, model._base_accel, f_ext, data.R, data.p, data.X, data.V, data.c, data.IA,
+                    data.pA, data.U, data.D, data.u, data.Vdot, data.tmp6, data.tmp66, data.ddq):
+        raise non_finite_error(q=q, v=v, tau=tau)
     return data.ddq
 
 
 def coriolis_matrix(model, data, q, v):
     """C(q, v) with C v = nonlinear_effects - gravity and Mdot - 2C skew-symmetric  -> data.C."""
     check_model_data(model, data)
-    q, v, _ = tree_coordinates(model, data, q, v)
-    _coriolis.coriolis_matrix(model.parents, model.screw_axes, model.home_R, model.home_p, model.phi,
-                              q, v, data.R, data.p, data.oR, data.op, data.oS, data.oV, data.oPsi,
-                              data.oIc, data.oBc, data.X, data.tmp6, data.tmp66, data.C_tree)
+    q = as_vector("q", q, model.nv)
+    v = as_vector("v", v, model.nv)
     G = model.coupling
-    data.C[:, :] = data.C_tree if G is None else G.T @ data.C_tree @ G
+    if G is not None:
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            raise non_finite_error(q=q, v=v)
+        q_t, v_t, _ = _coupled(model, data, q, v)
+    else:
+        q_t, v_t = q, v
+    C = data.C if G is None else data.C_tree
+    if not _coriolis.coriolis_matrix(model._parents, model._screw_axes, model._home_R, model._home_p,
+                                     model._phi, q_t, v_t, data.R, data.p, data.oR, data.op, data.oS,
+                                     data.oV, data.oPsi, data.oIc, data.oBc, data.X, data.tmp6,
+                                     data.tmp66, C):
+        raise non_finite_error(q=q, v=v)
+    if G is not None:
+        data.C[:, :] = G.T @ C @ G
     return data.C
 
 
-def _world_poses(model, data, q):
-    _kin.joint_transforms(model.screw_axes, model.home_R, model.home_p, q, data.R, data.p)
-    _kin.world_poses(model.parents, data.R, data.p, data.oR, data.op)
+def _tree_q(model, data, q):
+    q = as_vector("q", q, model.nv)
+    if model.coupling is None:
+        return q
+    if not np.all(np.isfinite(q)):
+        raise non_finite_error(q=q)
+    return _coupled(model, data, q)[0]
 
 
 def forward_kinematics(model, data, q):
     """World (root-frame) poses of all frames, (nframes, 4, 4) in model.frame_names order."""
     check_model_data(model, data)
-    q, _, _ = tree_coordinates(model, data, q)
-    _world_poses(model, data, q)
-    _kin.frame_poses(model.frame_body, model.frame_R, model.frame_p, data.oR, data.op,
-                     data.frame_poses)
+    q_t = _tree_q(model, data, q)
+    if not _kin.forward_kinematics(model._parents, model._screw_axes, model._home_R, model._home_p,
+                                   model._frame_body, model._frame_R, model._frame_p, q_t, data.R,
+                                   data.p, data.oR, data.op, data.frame_poses):
+        raise non_finite_error(q=q)
     return data.frame_poses
 
 
@@ -202,10 +226,13 @@ def jacobian(model, data, q, frame, reference="world"):
         code = _REFERENCES[reference]
     except (KeyError, TypeError):
         raise ValueError(f"reference must be one of {', '.join(_REFERENCES)}, got {reference!r}") from None
-    q, _, _ = tree_coordinates(model, data, q)
-    _world_poses(model, data, q)
-    _kin.frame_jacobian(model.parents, model.screw_axes, data.oR, data.op, model.frame_body[f],
-                        model.frame_R[f], model.frame_p[f], code, data.J_tree)
+    q_t = _tree_q(model, data, q)
     G = model.coupling
-    data.J[:, :] = data.J_tree if G is None else data.J_tree @ G
+    J = data.J if G is None else data.J_tree
+    if not _kin.frame_jacobian(model._parents, model._screw_axes, model._home_R, model._home_p, q_t,
+                               data.R, data.p, data.oR, data.op, model._frame_body[f], model._frame_R[f],
+                               model._frame_p[f], code, J):
+        raise non_finite_error(q=q)
+    if G is not None:
+        data.J[:, :] = J @ G
     return data.J

@@ -22,9 +22,13 @@ PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iy
 
 
 def _frozen(array, dtype=np.float64):
+    """(writable array for the kernels, read-only view of it for everyone else).
+
+    Kernels get the writable original because Numba dispatches read-only arrays markedly slower."""
     out = np.array(array, dtype=dtype, copy=True)
-    out.setflags(write=False)
-    return out
+    view = out.view()
+    view.setflags(write=False)
+    return out, view
 
 
 class Model:
@@ -40,23 +44,25 @@ class Model:
         self.joint_names = tuple(joint_names)
         self.body_names = tuple(body_names)  # the link each joint moves (body i's own frame)
         self.nbodies = len(self.joint_names)
-        self.parents = _frozen(parents, np.int64)
-        self.joint_types = _frozen(joint_types, np.int64)
-        self.screw_axes = _frozen(screw_axes)
-        self.home_R = _frozen(home_R)
-        self.home_p = _frozen(home_p)
-        self.phi = _frozen(inertial_parameters)  # (nbodies, 10), order of PARAMETER_NAMES
-        self.lower = _frozen(lower)
-        self.upper = _frozen(upper)
-        self.velocity_limit = _frozen(velocity_limit)
-        self.effort_limit = _frozen(effort_limit)
-        self.damping = _frozen(damping)
-        self.friction = _frozen(friction)
+        self._parents, self.parents = _frozen(parents, np.int64)
+        self._joint_types, self.joint_types = _frozen(joint_types, np.int64)
+        self._screw_axes, self.screw_axes = _frozen(screw_axes)
+        self._home_R, self.home_R = _frozen(home_R)
+        self._home_p, self.home_p = _frozen(home_p)
+        self._phi, self.phi = _frozen(inertial_parameters)  # (nbodies, 10), order of PARAMETER_NAMES
+        self._lower, self.lower = _frozen(lower)
+        self._upper, self.upper = _frozen(upper)
+        self._velocity_limit, self.velocity_limit = _frozen(velocity_limit)
+        self._effort_limit, self.effort_limit = _frozen(effort_limit)
+        self._damping, self.damping = _frozen(damping)
+        self._friction, self.friction = _frozen(friction)
         self.frame_names = tuple(frame_names)
-        self.frame_body = _frozen(frame_body, np.int64)  # -1: attached to the root
-        self.frame_R = _frozen(frame_R)  # frame pose in its body's frame
-        self.frame_p = _frozen(frame_p)
-        self.gravity = _frozen(gravity)
+        self._frame_body, self.frame_body = _frozen(frame_body, np.int64)  # -1: attached to the root
+        self._frame_R, self.frame_R = _frozen(frame_R)  # frame pose in its body's frame
+        self._frame_p, self.frame_p = _frozen(frame_p)
+        self._gravity, self.gravity = _frozen(gravity)
+        # gravity enters the kernels as the base acceleration [0; -g]
+        self._base_accel, self.base_accel = _frozen(np.concatenate([np.zeros(3), -self._gravity]))
         self.link_geometry = dict(link_geometry or {})
         self.source_dir = source_dir
         self.mimic_of = tuple(mimic_of) if mimic_of is not None else (None,) * self.nbodies
@@ -66,8 +72,8 @@ class Model:
             self.nv = self.nbodies
             self.actuated_joints = self.joint_names
         else:
-            self.coupling = _frozen(coupling)
-            self.coupling_offset = _frozen(coupling_offset)
+            self._coupling, self.coupling = _frozen(coupling)
+            self._coupling_offset, self.coupling_offset = _frozen(coupling_offset)
             self.nv = self.coupling.shape[1]
             self.actuated_joints = tuple(n for n, m in zip(self.joint_names, self.mimic_of) if m is None)
         self.nq = self.nv
@@ -162,7 +168,6 @@ class Data:
         self.Vdot = np.zeros((nb, 6))          # body acceleration (gravity included), body frame
         self.F = np.zeros((nb, 6))             # force transmitted by joint i, body frame
         self.f_ext_zero = np.zeros((nb, 6))    # stands in for f_ext=None
-        self.gravity_accel = np.zeros(6)       # base acceleration [0; -g]
         self.tmp6 = np.zeros((4, 6))           # scratch 6-vectors
         # inverse dynamics outputs
         self.tau = np.zeros(nv)                # rnea

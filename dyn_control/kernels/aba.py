@@ -4,13 +4,17 @@ from numba import njit
 
 from ..spatial import (congruence_add, cross_force, cross_motion, dot6, force_to_parent_add,
                        inertia_times, motion_to_child, motion_transform_into, spatial_inertia_into)
+from .inputs import all_finite
 from .kinematics import joint_transforms
 
 
 @njit(cache=True)
 def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, R, p, X, V, c, IA,
         pA, U, D, u, A, tmp6, tmp66, ddq):
-    """ddq = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i); A receives body accelerations."""
+    """ddq = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i); A receives body accelerations.
+    Returns False, computing nothing, when q, v or tau is not finite."""
+    if not (all_finite(q) and all_finite(v) and all_finite(tau)):
+        return False
     nb = q.shape[0]
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
     GV = tmp6[0]
@@ -71,3 +75,4 @@ def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, 
         S = screw_axes[i]
         for k in range(6):
             A[i, k] += S[k] * ddq[i]
+    return True

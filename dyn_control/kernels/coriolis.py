@@ -10,12 +10,16 @@ with Ic_d, Bc_d the sums of I_k, B_k over the subtree of d.
 from numba import njit
 
 from ..spatial import cross_motion, dot6, motion_to_parent, motion_transform_into, spatial_inertia_into
+from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
 
 @njit(cache=True)
 def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS, oV, oPsi,
                     oIc, oBc, X, tmp6, tmp66, C):
+    """C into `C`; returns False, computing nothing, when q or v is not finite."""
+    if not (all_finite(q) and all_finite(v)):
+        return False
     nb = q.shape[0]
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
     world_poses(parents, R, p, oR, op)
@@ -72,6 +76,7 @@ def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op
             if a != d:
                 C[d, a] = dot6(g1, oPsi[a]) + dot6(g2, oS[a])
             a = parents[a]
+    return True
 
 
 @njit(cache=True)
@@ -97,10 +102,9 @@ def _body_coriolis(V, I, IV, B):
         B[4, c] = x4
         B[5, c] = x5
     for r in range(6):
-        # row r of I crm(V): (I crm(V))[r, c] = sum_k I[r, k] crm(V)[k, c]
+        # row r of I crm(V), crm(V) = [[ [w], 0], [[v], [w]]]: the row (a, b) of I times it is
+        # (a x w + b x v, b x w), since x^T [w] = (x x w)^T
         a0, a1, a2, b0, b1, b2 = I[r, 0], I[r, 1], I[r, 2], I[r, 3], I[r, 4], I[r, 5]
-        # crm(V) = [[W, 0], [Vv, W]]: row vector (a, b) times it = (a W + b Vv, b W)
-        # (x^T [w])_c = (x x w)_c... use (x^T [w]) = -(w x x)^T = (x x w)^T
         y0 = a1 * w2 - a2 * w1 + b1 * v2 - b2 * v1
         y1 = a2 * w0 - a0 * w2 + b2 * v0 - b0 * v2
         y2 = a0 * w1 - a1 * w0 + b0 * v1 - b1 * v0

@@ -2,6 +2,7 @@
 from numba import njit
 
 from ..spatial import dot6, force_to_parent_add, inertia_times
+from .inputs import all_finite
 from .kinematics import joint_transforms
 
 
@@ -50,7 +51,10 @@ def phi_to_parent_add(R, p, phi, out):
 
 @njit(cache=True)
 def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, phi_composite, F, M):
-    """M(q), full symmetric, from composite inertias Ic_i (as inertial parameters, body frames)."""
+    """M(q), full symmetric, from composite inertias Ic_i (as inertial parameters, body frames).
+    Returns False, computing nothing, when q is not finite."""
+    if not all_finite(q):
+        return False
     nb = q.shape[0]
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
     phi_composite[:, :] = phi
@@ -72,4 +76,4 @@ def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, phi_composite, F, M)
             M[k, i] = dot6(screw_axes[k], F[k])
             M[i, k] = M[k, i]
             j = k
-        # F rows of ancestors were used as scratch; each row i is rewritten before its own use
+    return True

@@ -2,6 +2,7 @@
 from numba import njit
 
 from ..spatial import compose_into, motion_to_parent, screw_exp_into
+from .inputs import all_finite
 
 
 @njit(cache=True)
@@ -32,6 +33,18 @@ def world_poses(parents, R, p, oR, op):
             op[i] = p[i]
         else:
             compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
+
+
+@njit(cache=True)
+def forward_kinematics(parents, screw_axes, home_R, home_p, frame_body, frame_R, frame_p, q, R, p,
+                       oR, op, out):
+    """World poses of all bodies (oR, op) and frames (out, 4x4); False if q is not finite."""
+    if not all_finite(q):
+        return False
+    joint_transforms(screw_axes, home_R, home_p, q, R, p)
+    world_poses(parents, R, p, oR, op)
+    frame_poses(frame_body, frame_R, frame_p, oR, op, out)
+    return True
 
 
 @njit(cache=True)
@@ -72,11 +85,22 @@ LOCAL_WORLD_ALIGNED = 2
 
 
 @njit(cache=True)
-def frame_jacobian(parents, screw_axes, oR, op, body, frame_R, frame_p, reference, J):
-    """6 x nb Jacobian of a frame placed at (frame_R, frame_p) on `body` (world poses oR, op
-    already computed), angular rows first:
+def frame_jacobian(parents, screw_axes, home_R, home_p, q, R, p, oR, op, body, frame_R, frame_p,
+                   reference, J):
+    """6 x nb Jacobian of a frame placed at (frame_R, frame_p) on `body`, angular rows first:
     WORLD: spatial velocity in the root frame at the root origin; LOCAL: twist in the frame;
-    LOCAL_WORLD_ALIGNED: angular velocity and the frame origin's velocity, in root axes."""
+    LOCAL_WORLD_ALIGNED: angular velocity and the frame origin's velocity, in root axes.
+    Returns False, computing nothing, when q is not finite."""
+    if not all_finite(q):
+        return False
+    joint_transforms(screw_axes, home_R, home_p, q, R, p)
+    world_poses(parents, R, p, oR, op)
+    _frame_jacobian(parents, screw_axes, oR, op, body, frame_R, frame_p, reference, J)
+    return True
+
+
+@njit(cache=True)
+def _frame_jacobian(parents, screw_axes, oR, op, body, frame_R, frame_p, reference, J):
     J[:, :] = 0.0
     if body < 0:
         return

@@ -3,6 +3,7 @@ Mesh-Based Inertia", eqs. 1-5)."""
 from numba import njit
 
 from ..spatial import cross_force, cross_motion, force_to_parent_add, inertia_times, motion_to_child
+from .inputs import all_finite
 from .kinematics import joint_transforms
 
 
@@ -12,7 +13,10 @@ def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R
     """tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i.
 
     base_accel is the root's acceleration [0; -g] (gravity as a fictitious base acceleration).
+    Returns False, computing nothing, when q, v or a is not finite.
     """
+    if not (all_finite(q) and all_finite(v) and all_finite(a)):
+        return False
     nb = q.shape[0]
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
     GV = tmp6[0]
@@ -47,3 +51,4 @@ def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R
         j = parents[i]
         if j >= 0:
             force_to_parent_add(R[i], p[i], F[i], F[j])
+    return True
