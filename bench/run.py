@@ -1,0 +1,30 @@
+"""`make bench`: every benchmark module, side by side with Pinocchio in one run.
+
+Each module in this folder named bench_*.py has `run() -> list of common.Row`. Ratios are
+ours / reference: below 1.0 we are faster.
+"""
+import importlib
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+
+def main(selected=None):
+    modules = sorted(f[:-3] for f in os.listdir(HERE) if f.startswith("bench_") and f.endswith(".py"))
+    if selected:
+        modules = [m for m in modules if any(s in m for s in selected)]
+    print(f"{'case':44s} {'ours [us]':>12s} {'ref [us]':>12s} {'ratio':>7s}")
+    for name in modules:
+        start = time.perf_counter()
+        print(f"-- {name}")
+        for row in importlib.import_module(name).run():
+            print(row.format(), flush=True)
+        print(f"   ({time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
