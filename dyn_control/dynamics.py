@@ -81,7 +81,7 @@ def rnea_tree(model, data, q, v, a, f_ext, tau):
 
 def crba_tree(model, data, q, M):
     if not _crba.crba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
-                      data.R, data.p, data.phi_composite, data.F, M):
+                      data.R, data.p, data.oR, data.op, data.oS, data.phi_composite, data.F, M):
         raise non_finite_error(q=q)
     return M
 
@@ -160,8 +160,9 @@ def aba(model, data, q, v, tau, f_ext=None):
         data.ddq[:] = np.linalg.solve(crba(model, data, q), tau - bias)
         return data.ddq
     if not _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v,
-                    tau, model._base_accel, f_ext, data.R, data.p, data.X, data.V, data.c, data.IA,
-                    data.pA, data.U, data.D, data.u, data.Vdot, data.tmp6, data.tmp66, data.ddq):
+                    tau, model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.oS, data.oV,
+                    data.phi_world, data.c, data.IA, data.pA, data.U, data.D, data.u, data.oA, data.tmp6,
+                    data.ddq):
         raise non_finite_error(q=q, v=v, tau=tau)
     return data.ddq
 

@@ -176,17 +176,19 @@ class Data:
         # crba
         self.M_tree = np.zeros((nb, nb))       # joint-space inertia of the tree
         self.M = np.zeros((nv, nv))            # joint-space inertia
-        self.phi_composite = np.zeros((nb, 10))  # composite-body inertial parameters, body frame
-        # aba
+        self.phi_composite = np.zeros((nb, 10))  # composite-body inertial parameters, root frame
+        # aba (root frame)
         self.ddq = np.zeros(nv)                # forward dynamics output
-        self.X = np.zeros((nb, 6, 6))          # Ad_{T_{parent,i}^-1}
+        self.phi_world = np.zeros((nb, 10))    # body inertial parameters in the root frame
         self.IA = np.zeros((nb, 6, 6))         # articulated-body inertia
         self.pA = np.zeros((nb, 6))            # articulated-body bias force
-        self.c = np.zeros((nb, 6))             # velocity-product acceleration V_i x S_i qd_i
+        self.c = np.zeros((nb, 6))             # velocity-product acceleration (oV_i x oS_i) qd_i
+        self.oA = np.zeros((nb, 6))            # body spatial acceleration
         self.U = np.zeros((nb, 6))             # IA_i S_i
         self.D = np.zeros(nb)                  # S_i^T IA_i S_i
         self.u = np.zeros(nb)                  # tau_i - S_i^T pA_i
         self.tmp66 = np.zeros((2, 6, 6))       # scratch 6x6 matrices
+        self.X = np.zeros((nb, 6, 6))          # Ad_{T^-1} matrices (coriolis: of the world poses)
         # coriolis matrix
         self.C = np.zeros((nv, nv))            # C(q, v) with Mdot - 2C skew-symmetric
         self.C_tree = np.zeros((nb, nb))

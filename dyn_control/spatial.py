@@ -25,7 +25,7 @@ def skew(w):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def screw_exp_into(screw, theta, R, p):
     """(R, p) = exp([screw] * theta) for a screw [w; v], unit |w| or w = 0 (any |v|)."""
     wx = screw[0] * theta
@@ -69,7 +69,7 @@ def screw_exp_into(screw, theta, R, p):
     p[2] = vz + b * wv2 + c * wwv2
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def compose_into(R1, p1, R2, p2, R, p):
     """(R, p) = (R1, p1) * (R2, p2). Outputs must not alias the inputs."""
     for r in range(3):
@@ -78,7 +78,7 @@ def compose_into(R1, p1, R2, p2, R, p):
         p[r] = R1[r, 0] * p2[0] + R1[r, 1] * p2[1] + R1[r, 2] * p2[2] + p1[r]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def motion_to_child(R, p, m_parent, out):
     """out = Ad_{T^-1} m_parent: a parent-frame motion vector in the child frame, T = (R, p)."""
     w0, w1, w2 = m_parent[0], m_parent[1], m_parent[2]
@@ -91,7 +91,7 @@ def motion_to_child(R, p, m_parent, out):
         out[3 + r] = R[0, r] * u0 + R[1, r] * u1 + R[2, r] * u2
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def motion_to_parent(R, p, m_child, out):
     """out = Ad_T m_child: a child-frame motion vector in the parent frame, T = (R, p)."""
     for r in range(3):
@@ -104,7 +104,7 @@ def motion_to_parent(R, p, m_child, out):
     out[5] += p[0] * w1 - p[1] * w0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def force_to_parent_add(R, p, f_child, out):
     """out += Ad_{T^-1}^T f_child: a child-frame force added to a parent-frame force."""
     f0 = R[0, 0] * f_child[3] + R[0, 1] * f_child[4] + R[0, 2] * f_child[5]
@@ -121,7 +121,7 @@ def force_to_parent_add(R, p, f_child, out):
     out[5] += f2
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cross_motion(V, m, out):
     """out = ad_V m = V x m = [w x mw; w x mv + v x mw]."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -134,7 +134,7 @@ def cross_motion(V, m, out):
     out[5] = w0 * b1 - w1 * b0 + v0 * a1 - v1 * a0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cross_force(V, f, out):
     """out = -ad_V^T f = V x* f = [w x n + v x f; w x f]."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -147,7 +147,7 @@ def cross_force(V, f, out):
     out[5] = w0 * f1 - w1 * f0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def inertia_times(phi, m, out):
     """out = G m for the spatial inertia of phi = [mass, h (3), Ixx, Iyy, Izz, Ixy, Ixz, Iyz]
     (h = mass * com, rotational inertia about the frame origin): n = I w + h x v, f = mass v - h x w."""
@@ -162,7 +162,7 @@ def inertia_times(phi, m, out):
     out[5] = mass * v2 - (hx * w1 - hy * w0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 

@@ -323,7 +323,9 @@ class _TreeBuilder:
         link = self.links[name]
         self.geometry[name] = _geometry(link, self.package_dirs, self.source_dir)
         phi = _link_inertia(link)
-        if body >= 0 and phi[0] > 0.0:  # inertia fixed to the root does not move
+        # inertia fixed to the root does not move; a massless link may still carry rotational
+        # inertia (bolt's feet), which counts as in Pinocchio
+        if body >= 0 and np.any(phi != 0.0):
             self.phi[body] = self.phi[body] + _phi_in_parent(phi, R, p)
 
     def _visit(self, name, body, R_link, p_link):

@@ -1,78 +1,78 @@
-"""Articulated-body algorithm: forward dynamics in O(n), body frames (seed "Mathematics for
-Classical Dynamics", articulated-body inertias; Featherstone's three passes)."""
+"""Articulated-body algorithm: forward dynamics in O(n) (seed "Mathematics for Classical
+Dynamics", articulated-body inertias; Featherstone's three passes).
+
+Worked in the root frame, as Pinocchio does: a child's articulated inertia and bias force add to
+its parent's without a change of frame, which saves the 6x6 congruence of the body-frame form.
+"""
 from numba import njit
 
-from ..spatial import (congruence_add, cross_force, cross_motion, dot6, force_to_parent_add,
-                       inertia_times, motion_to_child, motion_transform_into, spatial_inertia_into)
+from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
+                       motion_to_parent, spatial_inertia_into)
+from .crba import phi_to_parent_add
 from .inputs import all_finite
-from .kinematics import joint_transforms
+from .kinematics import joint_transforms, world_poses
 
 
 @njit(cache=True)
-def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, R, p, X, V, c, IA,
-        pA, U, D, u, A, tmp6, tmp66, ddq):
-    """ddq = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i); A receives body accelerations.
-    Returns False, computing nothing, when q, v or tau is not finite."""
+def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, R, p, oR, op, oS, oV,
+        phi_world, c, IA, pA, U, D, u, A, tmp6, ddq):
+    """ddq = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i); A receives the bodies' spatial
+    accelerations in the root frame. Returns False, computing nothing, when q, v or tau is not finite."""
     if not (all_finite(q) and all_finite(v) and all_finite(tau)):
         return False
     nb = q.shape[0]
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
+    world_poses(parents, R, p, oR, op)
     GV = tmp6[0]
     pa = tmp6[1]
-    Ia = tmp66[0]
-    # pass 1, root to leaves: twists, velocity-product accelerations, rigid-body inertias and bias forces
+    # pass 1, root to leaves: twists, velocity-product accelerations c_i = (oV_i x oS_i) qd_i,
+    # rigid-body inertias and bias forces oV_i x* I_i oV_i - f_ext_i, all in the root frame
     for i in range(nb):
         j = parents[i]
-        S = screw_axes[i]
-        motion_transform_into(R[i], p[i], X[i])
-        if j < 0:
-            V[i, :] = 0.0
-        else:
-            motion_to_child(R[i], p[i], V[j], V[i])
+        motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
         for k in range(6):
-            V[i, k] += S[k] * v[i]
-        cross_motion(V[i], S, c[i])
+            oV[i, k] = oS[i, k] * v[i] + (0.0 if j < 0 else oV[j, k])
+        cross_motion(oV[i], oS[i], c[i])
         for k in range(6):
             c[i, k] *= v[i]
-        spatial_inertia_into(phi[i], IA[i])
-        inertia_times(phi[i], V[i], GV)
-        cross_force(V[i], GV, pA[i])
+        phi_world[i, :] = 0.0
+        phi_to_parent_add(oR[i], op[i], phi[i], phi_world[i])
+        spatial_inertia_into(phi_world[i], IA[i])
+        inertia_times(phi_world[i], oV[i], GV)
+        cross_force(oV[i], GV, pA[i])
+        GV[:] = 0.0
+        force_to_parent_add(oR[i], op[i], f_ext[i], GV)
         for k in range(6):
-            pA[i, k] -= f_ext[i, k]
+            pA[i, k] -= GV[k]
     # pass 2, leaves to root: articulated-body inertias and bias forces
     for i in range(nb - 1, -1, -1):
-        S = screw_axes[i]
+        S = oS[i]
         for r in range(6):
-            s = 0.0
-            for k in range(6):
-                s += IA[i, r, k] * S[k]
-            U[i, r] = s
+            U[i, r] = (IA[i, r, 0] * S[0] + IA[i, r, 1] * S[1] + IA[i, r, 2] * S[2]
+                       + IA[i, r, 3] * S[3] + IA[i, r, 4] * S[4] + IA[i, r, 5] * S[5])
         D[i] = dot6(S, U[i])
         u[i] = tau[i] - dot6(S, pA[i])
         j = parents[i]
         if j >= 0:
-            # Ia = IA - U U^T / D ; pa = pA + Ia c + U u / D
+            # Ia = IA - U U^T / D ; pa = pA + Ia c + U u / D ; both add to the parent's
             for r in range(6):
                 for k in range(6):
-                    Ia[r, k] = IA[i, r, k] - U[i, r] * U[i, k] / D[i]
+                    IA[i, r, k] -= U[i, r] * U[i, k] / D[i]
             for r in range(6):
                 s = pA[i, r] + U[i, r] * u[i] / D[i]
                 for k in range(6):
-                    s += Ia[r, k] * c[i, k]
+                    s += IA[i, r, k] * c[i, k]
                 pa[r] = s
-            congruence_add(X[i], Ia, tmp66[1], IA[j])
-            force_to_parent_add(R[i], p[i], pa, pA[j])
-    # pass 3, root to leaves: accelerations
+            for r in range(6):
+                pA[j, r] += pa[r]
+                for k in range(6):
+                    IA[j, r, k] += IA[i, r, k]
+    # pass 3, root to leaves: accelerations (the root's is the base acceleration -g)
     for i in range(nb):
         j = parents[i]
-        if j < 0:
-            motion_to_child(R[i], p[i], base_accel, A[i])
-        else:
-            motion_to_child(R[i], p[i], A[j], A[i])
         for k in range(6):
-            A[i, k] += c[i, k]
+            A[i, k] = c[i, k] + (base_accel[k] if j < 0 else A[j, k])
         ddq[i] = (u[i] - dot6(U[i], A[i])) / D[i]
-        S = screw_axes[i]
         for k in range(6):
-            A[i, k] += S[k] * ddq[i]
+            A[i, k] += oS[i, k] * ddq[i]
     return True

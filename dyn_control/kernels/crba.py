@@ -1,12 +1,16 @@
-"""Composite-rigid-body algorithm: the joint-space inertia matrix M(q)."""
+"""Composite-rigid-body algorithm: the joint-space inertia matrix M(q).
+
+Worked in the root frame, as Pinocchio does: composite inertias then sum without transforms, and
+M[j, i] = oS_j . (oIc_i oS_i) for every support j of body i costs one dot product.
+"""
 from numba import njit
 
-from ..spatial import dot6, force_to_parent_add, inertia_times
+from ..spatial import dot6, inertia_times, motion_to_parent
 from .inputs import all_finite
-from .kinematics import joint_transforms
+from .kinematics import joint_transforms, world_poses
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def phi_to_parent_add(R, p, phi, out):
     """out += phi of a body whose frame has pose (R, p) in the parent frame, in parent coordinates.
 
@@ -50,30 +54,30 @@ def phi_to_parent_add(R, p, phi, out):
 
 
 @njit(cache=True)
-def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, phi_composite, F, M):
-    """M(q), full symmetric, from composite inertias Ic_i (as inertial parameters, body frames).
-    Returns False, computing nothing, when q is not finite."""
+def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_composite, F, M):
+    """M(q), full symmetric. Returns False, computing nothing, when q is not finite."""
     if not all_finite(q):
         return False
     nb = q.shape[0]
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    phi_composite[:, :] = phi
+    world_poses(parents, R, p, oR, op)
+    for i in range(nb):
+        # joint screw and body inertia in the root frame
+        motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
+        phi_composite[i, :] = 0.0
+        phi_to_parent_add(oR[i], op[i], phi[i], phi_composite[i])
     for i in range(nb - 1, -1, -1):
+        # composite inertia Ic_i: the body and everything it carries
         j = parents[i]
         if j >= 0:
-            phi_to_parent_add(R[i], p[i], phi_composite[i], phi_composite[j])
+            for k in range(10):
+                phi_composite[j, k] += phi_composite[i, k]
     for i in range(nb):
-        # F = Ic_i S_i carried down to the root: M_ji = S_j^T F for every ancestor j
-        f = F[i]
-        inertia_times(phi_composite[i], screw_axes[i], f)
-        M[i, i] = dot6(screw_axes[i], f)
+        # F_i = Ic_i oS_i, the force that moves the subtree of i at unit qd_i; M_ji = oS_j . F_i
+        inertia_times(phi_composite[i], oS[i], F[i])
         j = i
-        while parents[j] >= 0:
-            k = parents[j]
-            for r in range(6):
-                F[k, r] = 0.0
-            force_to_parent_add(R[j], p[j], F[j], F[k])
-            M[k, i] = dot6(screw_axes[k], F[k])
-            M[i, k] = M[k, i]
-            j = k
+        while j >= 0:
+            M[j, i] = dot6(oS[j], F[i])
+            M[i, j] = M[j, i]
+            j = parents[j]
     return True

@@ -1,4 +1,5 @@
 """Forward kinematics and frame Jacobians."""
+import numpy as np
 from numba import njit
 
 from ..spatial import compose_into, motion_to_parent, screw_exp_into
@@ -6,10 +7,39 @@ from .inputs import all_finite
 
 
 @njit(cache=True)
+def revolute_axis(screw):
+    """0, 1 or 2 (times the sign, +1 offset: +-1, +-2, +-3) when the screw is a pure rotation about
+    a coordinate axis through the origin, else 0: the common case gets a cheaper transform."""
+    if screw[3] != 0.0 or screw[4] != 0.0 or screw[5] != 0.0:
+        return 0
+    for k in range(3):
+        if screw[k] == 1.0 or screw[k] == -1.0:
+            if screw[(k + 1) % 3] == 0.0 and screw[(k + 2) % 3] == 0.0:
+                return int(screw[k]) * (k + 1)
+    return 0
+
+
+@njit(cache=True)
 def joint_transforms(screw_axes, home_R, home_p, q, R, p):
     """T_{parent,i}(q) = M_i exp([S_i] q_i) for every body, into (R, p)."""
     for i in range(q.shape[0]):
-        # exp([S_i] q_i) into (R[i], p[i]) first, then premultiply by the home transform
+        axis = revolute_axis(screw_axes[i])
+        if axis != 0:
+            # rotation about coordinate axis k: two columns of the home rotation turn, one stays
+            k = abs(axis) - 1
+            a = (k + 1) % 3
+            b = (k + 2) % 3
+            c = np.cos(q[i])
+            s = np.sin(q[i]) if axis > 0 else -np.sin(q[i])
+            for r in range(3):
+                h_a = home_R[i, r, a]
+                h_b = home_R[i, r, b]
+                R[i, r, k] = home_R[i, r, k]
+                R[i, r, a] = c * h_a + s * h_b
+                R[i, r, b] = c * h_b - s * h_a
+                p[i, r] = home_p[i, r]
+            continue
+        # general screw: exp([S_i] q_i) into (R[i], p[i]) first, then premultiply by M_i
         screw_exp_into(screw_axes[i], q[i], R[i], p[i])
         r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
         r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
@@ -29,8 +59,10 @@ def world_poses(parents, R, p, oR, op):
     for i in range(parents.shape[0]):
         j = parents[i]
         if j < 0:
-            oR[i] = R[i]
-            op[i] = p[i]
+            for r in range(3):
+                for c in range(3):
+                    oR[i, r, c] = R[i, r, c]
+                op[i, r] = p[i, r]
         else:
             compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
 
