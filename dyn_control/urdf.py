@@ -253,6 +253,8 @@ def _build_model(robot, source_dir, package_dirs, mimic):
         m = joint_by_name[name].mimic
         if m is not None:
             if m.joint not in tree.joint_names:
+                if not mimic:  # independent joints: a dangling <mimic> is only a comment
+                    continue
                 raise URDFError(f"joint {name!r} mimics {m.joint!r}, which is not a moving joint")
             mimic_of[k] = (m.joint, 1.0 if m.multiplier is None else float(m.multiplier),
                            0.0 if m.offset is None else float(m.offset))
