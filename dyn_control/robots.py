@@ -6,15 +6,12 @@ import os
 def config_dir():
     """The package's config/ folder (ament share folder first, then the source tree)."""
     try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-        try:
-            shared = os.path.join(get_package_share_directory("dyn_control"), "config")
-            if os.path.isdir(shared):
-                return shared
-        except PackageNotFoundError:
-            pass
-    except ImportError:
-        pass
+        from ament_index_python.packages import get_package_share_directory
+        shared = os.path.join(get_package_share_directory("dyn_control"), "config")
+        if os.path.isdir(shared):
+            return shared
+    except (ImportError, LookupError, OSError):
+        pass  # no ament index here (AMENT_PREFIX_PATH unset) or the package is not in it
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
 
 
