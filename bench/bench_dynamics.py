@@ -62,6 +62,6 @@ def run():
     with tempfile.TemporaryDirectory() as empty_cache:
         cold = _compile_time(empty_cache)
         warm = _compile_time(empty_cache)
-    rows.append(Row("first rnea+aba+crba, empty Numba cache [s]", cold * 1e6, note="(import + compile, us)"))
-    rows.append(Row("first rnea+aba+crba, warm Numba cache [s]", warm * 1e6, note="(import + cache load, us)"))
+    rows.append(Row.value("import to first rnea+aba+crba, empty cache", cold, "s (compile)"))
+    rows.append(Row.value("import to first rnea+aba+crba, warm cache", warm, "s (cache load)"))
     return rows

@@ -25,6 +25,11 @@ class Row:
     def __init__(self, case, ours_us, ref_us=None, ref_name="pinocchio", note=""):
         self.case, self.ours_us, self.ref_us, self.ref_name, self.note = case, ours_us, ref_us, ref_name, note
 
+    @classmethod
+    def value(cls, case, value, unit):
+        """A measurement with no reference (a compile time, a count), printed with its unit."""
+        return cls(case, value, note=unit)
+
     def format(self):
         if self.ref_us is None:
             return f"{self.case:44s} {self.ours_us:12.2f} {'':>12s} {'':>7s}  {self.note}"
