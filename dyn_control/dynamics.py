@@ -159,12 +159,25 @@ def aba(model, data, q, v, tau, f_ext=None):
         bias = rnea(model, data, q, v, np.zeros(nv), f_ext).copy()
         data.ddq[:] = np.linalg.solve(crba(model, data, q), tau - bias)
         return data.ddq
-    if not _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v,
-                    tau, model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.oS, data.oV,
-                    data.phi_world, data.c, data.IA, data.pA, data.U, data.D, data.u, data.oA, data.tmp6,
-                    data.ddq):
+    try:
+        finite = _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
+                          v, tau, model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.oS,
+                          data.oV, data.phi_world, data.c, data.IA, data.pA, data.U, data.D, data.u,
+                          data.oA, data.tmp6, data.ddq)
+    except ZeroDivisionError:
+        raise singular_inertia_error(model, data) from None
+    if not finite:
         raise non_finite_error(q=q, v=v, tau=tau)
     return data.ddq
+
+
+def singular_inertia_error(model, data):
+    """The ValueError for ABA meeting a zero articulated inertia D_i = S_i^T IA_i S_i: M(q) is
+    singular (a subtree without inertia about its joint axis) and forward dynamics undefined.
+    Pass 2 writes D from the leaves down and stops at the first zero, so it is the last one."""
+    joint = model.joint_names[int(np.flatnonzero(data.D == 0.0)[-1])]
+    return ValueError(f"forward dynamics undefined: M(q) is singular, joint {joint!r} moves bodies "
+                      "without inertia about its axis")
 
 
 def coriolis_matrix(model, data, q, v):
