@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .model import CONTINUOUS, PRISMATIC, REVOLUTE, Model
-from .spatial import spatial_inertia_into, transform_inertia
+from .spatial import phi_to_parent_add
 
 
 class URDFError(ValueError):
@@ -150,15 +150,6 @@ def _link_inertia(link):
     I_c = R @ I @ R.T
     I_o = I_c + mass * (c @ c * np.eye(3) - np.outer(c, c))  # parallel axis to the link origin
     return np.array([mass, *(mass * c), I_o[0, 0], I_o[1, 1], I_o[2, 2], I_o[0, 1], I_o[0, 2], I_o[1, 2]])
-
-
-def _phi_in_parent(phi, R, p):
-    """phi of a body whose frame has pose (R, p) in a parent frame, expressed in the parent frame."""
-    G = np.zeros((6, 6))
-    spatial_inertia_into(phi, G)
-    G = transform_inertia(G, R, p)
-    return np.array([G[3, 3], G[2, 4], G[0, 5], G[1, 3],
-                     G[0, 0], G[1, 1], G[2, 2], G[0, 1], G[0, 2], G[1, 2]])
 
 
 def resolve_uri(uri, package_dirs=(), base_dir=None):
@@ -328,7 +319,7 @@ class _TreeBuilder:
         # inertia fixed to the root does not move; a massless link may still carry rotational
         # inertia (bolt's feet), which counts as in Pinocchio
         if body >= 0 and np.any(phi != 0.0):
-            self.phi[body] = self.phi[body] + _phi_in_parent(phi, R, p)
+            phi_to_parent_add(R, p, phi, self.phi[body])
 
     def _visit(self, name, body, R_link, p_link):
         """Link `name` at (R_link, p_link) in body `body`'s frame, then its subtree, pre-order."""

@@ -17,6 +17,8 @@ that allocate nothing, for the real-time loop.
 import numpy as np
 from numba import njit
 
+from ..spatial import phi_to_parent_add
+
 __all__ = [
     "check_physical_consistency", "phi_to_spatial_inertia", "spatial_inertia_to_phi", "transform_phi",
     "transform_phi_into", "translated_inertia_derivative", "translated_inertia_derivative_into",
@@ -29,46 +31,11 @@ __all__ = [
 
 @njit(cache=True)
 def transform_phi_into(phi, R, p, out):
-    """out = phi of the same body expressed in a frame where the old frame has pose (R, p).
-
-    m' = m,  h' = R h + m p,
-    I' = R I R^T - [p][R h] - [R h][p] - m [p][p]   (parallel axis theorem, about the new origin).
-    `out` must not alias `phi`.
-    """
-    m = phi[0]
-    # rotate h and I into the new axes
-    rh0 = R[0, 0] * phi[1] + R[0, 1] * phi[2] + R[0, 2] * phi[3]
-    rh1 = R[1, 0] * phi[1] + R[1, 1] * phi[2] + R[1, 2] * phi[3]
-    rh2 = R[2, 0] * phi[1] + R[2, 1] * phi[2] + R[2, 2] * phi[3]
-    I = np.empty((3, 3))
-    I[0, 0] = phi[4]
-    I[1, 1] = phi[5]
-    I[2, 2] = phi[6]
-    I[0, 1] = I[1, 0] = phi[7]
-    I[0, 2] = I[2, 0] = phi[8]
-    I[1, 2] = I[2, 1] = phi[9]
-    RI = np.empty((3, 3))
-    for r in range(3):
-        for c in range(3):
-            RI[r, c] = R[r, 0] * I[0, c] + R[r, 1] * I[1, c] + R[r, 2] * I[2, c]
-    Ir = np.empty((3, 3))
-    for r in range(3):
-        for c in range(3):
-            Ir[r, c] = RI[r, 0] * R[c, 0] + RI[r, 1] * R[c, 1] + RI[r, 2] * R[c, 2]
-    # -[p][q] - [q][p] - m [p][p] = 2 (p.q) 1 - p q^T - q p^T + m ((p.p) 1 - p p^T),  q = R h
-    p0, p1, p2 = p[0], p[1], p[2]
-    pq = p0 * rh0 + p1 * rh1 + p2 * rh2
-    pp = p0 * p0 + p1 * p1 + p2 * p2
-    out[0] = m
-    out[1] = rh0 + m * p0
-    out[2] = rh1 + m * p1
-    out[3] = rh2 + m * p2
-    out[4] = Ir[0, 0] + 2.0 * pq - 2.0 * p0 * rh0 + m * (pp - p0 * p0)
-    out[5] = Ir[1, 1] + 2.0 * pq - 2.0 * p1 * rh1 + m * (pp - p1 * p1)
-    out[6] = Ir[2, 2] + 2.0 * pq - 2.0 * p2 * rh2 + m * (pp - p2 * p2)
-    out[7] = Ir[0, 1] - p0 * rh1 - rh0 * p1 - m * p0 * p1
-    out[8] = Ir[0, 2] - p0 * rh2 - rh0 * p2 - m * p0 * p2
-    out[9] = Ir[1, 2] - p1 * rh2 - rh1 * p2 - m * p1 * p2
+    """out = phi of the same body expressed in a frame where the old frame has pose (R, p)
+    (parallel axis theorem, see spatial.phi_to_parent_add). `out` must not alias `phi`."""
+    for k in range(10):
+        out[k] = 0.0
+    phi_to_parent_add(R, p, phi, out)
 
 
 @njit(cache=True)

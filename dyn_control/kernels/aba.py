@@ -7,8 +7,7 @@ its parent's without a change of frame, which saves the 6x6 congruence of the bo
 from numba import njit
 
 from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
-                       motion_to_parent, spatial_inertia_into)
-from .crba import phi_to_parent_add
+                       motion_to_parent, phi_to_parent_add, spatial_inertia_into)
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
