@@ -7,11 +7,13 @@
 """
 from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
                        nonlinear_effects, rnea)
+from .inertia import mesh_inertia, mesh_inertia_derivatives
 from .model import PARAMETER_NAMES, Data, Model
 from .robots import bundled_urdf
 from .urdf import URDFError, load_urdf
 
 __all__ = [
     "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "bundled_urdf", "coriolis_matrix", "crba",
-    "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "nonlinear_effects", "rnea",
+    "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "mesh_inertia",
+    "mesh_inertia_derivatives", "nonlinear_effects", "rnea",
 ]
