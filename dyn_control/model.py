@@ -114,6 +114,25 @@ class Model:
         Ixy, Ixz, Iyz] per body, rotational inertia about the body frame origin."""
         return self.phi.reshape(-1).copy()
 
+    def with_inertial_parameters(self, phi):
+        """A new Model with the bodies' inertial parameters replaced: phi (10 * nbodies,) as
+        `inertial_parameters()` returns them, or (nbodies, 10). Every body must be physically
+        consistent (mass >= 0, rotational inertia at the centre of mass positive semi-definite
+        and satisfying the triangle inequalities), else a ValueError names its link."""
+        from .inertia.parameters import check_physical_consistency
+        nb = self.nbodies
+        try:
+            phi = np.array(phi, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"phi must be an array of {10 * nb} numbers, got "
+                             f"{type(phi).__name__}") from None
+        if phi.shape not in ((10 * nb,), (nb, 10)):
+            raise ValueError(f"phi must have shape ({10 * nb},) or ({nb}, 10), got {phi.shape}")
+        phi = phi.reshape(nb, 10)
+        for i in range(nb):
+            check_physical_consistency(phi[i], self.body_names[i])
+        return self._replace(inertial_parameters=phi)
+
     def total_mass(self):
         return float(self.phi[:, 0].sum())
 
@@ -200,3 +219,25 @@ class Data:
         # jacobians
         self.J = np.zeros((6, nv))             # frame Jacobian output
         self.J_tree = np.zeros((6, nb))
+        # first-order derivatives, regressor, Minv (dyn_control/derivatives.py)
+        self.Y = np.zeros((nv, 10 * nb))       # joint torque regressor: tau = Y phi
+        self.Y_tree = np.zeros((nb, 10 * nb))
+        self.dtau_dq = np.zeros((nv, nv))      # d tau / d q (rnea_derivatives)
+        self.dtau_dv = np.zeros((nv, nv))      # d tau / d v
+        self.dtau_dq_tree = np.zeros((nb, nb))
+        self.dtau_dv_tree = np.zeros((nb, nb))
+        self.Minv = np.zeros((nv, nv))         # M(q)^-1 (minverse, aba_derivatives)
+        self.ddq_dq = np.zeros((nv, nv))       # d ddq / d q (aba_derivatives)
+        self.ddq_dv = np.zeros((nv, nv))       # d ddq / d v
+        self.oA_gf = np.zeros((nb, 6))         # body spatial acceleration, gravity included, root frame
+        self.ophi_c = np.zeros((nb, 10))       # composite inertial parameters, root frame
+        self.oL_c = np.zeros((nb, 6))          # composite momentum, root frame
+        self.oB_sym = np.zeros((nb, 6))        # symmetric block of the composite d force / d twist
+        self.oF_c = np.zeros((nb, 6))          # force transmitted by joint i, root frame
+        self.Minv_IA = np.zeros((nb, 6, 6))    # articulated-body inertia, root frame
+        self.Minv_U = np.zeros((nb, 6))        # IA_i S_i
+        self.Minv_Dinv = np.zeros(nb)          # 1 / (S_i^T IA_i S_i)
+        self.Minv_F = np.zeros((nb, 6, nb))    # bias forces, then accelerations, per unit torque
+        self.subtree_end = np.zeros(nb, dtype=np.int64)  # last body of each subtree (depth-first)
+        self.tau_bias = np.zeros(nb)           # C(q, v) v + g(q) - J^T f_ext of the tree
+        self.zeros_nb = np.zeros(nb)           # stands in for a = 0
