@@ -43,9 +43,9 @@ def screw_exp_into(screw, theta, R, p):
         c = 1.0 / 6.0 - angle2 / 120.0
     else:
         s = np.sin(angle)
-        co = np.cos(angle)
+        half = np.sin(0.5 * angle) / angle
         a = s / angle
-        b = (1.0 - co) / angle2
+        b = 2.0 * half * half  # (1 - cos) / angle^2 without its cancellation at small angles
         c = (angle - s) / (angle2 * angle)
     # R = I + a [w] + b [w]^2 ; [w]^2 = w w^T - |w|^2 I
     R[0, 0] = 1.0 + b * (wx * wx - angle2)
