@@ -5,7 +5,7 @@
     data = model.create_data()
     tau = dc.rnea(model, data, q, v, a)
 """
-from .derivatives import regressor
+from .derivatives import regressor, rnea_derivatives
 from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
                        nonlinear_effects, rnea)
 from .inertia import mesh_inertia, mesh_inertia_derivatives
@@ -16,5 +16,5 @@ from .urdf import URDFError, load_urdf
 __all__ = [
     "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "bundled_urdf", "coriolis_matrix", "crba",
     "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "mesh_inertia",
-    "mesh_inertia_derivatives", "nonlinear_effects", "regressor", "rnea",
+    "mesh_inertia_derivatives", "nonlinear_effects", "regressor", "rnea", "rnea_derivatives",
 ]

@@ -234,6 +234,8 @@ class Data:
         self.oL_c = np.zeros((nb, 6))          # composite momentum, root frame
         self.oB_sym = np.zeros((nb, 6))        # symmetric block of the composite d force / d twist
         self.oF_c = np.zeros((nb, 6))          # force transmitted by joint i, root frame
+        self.oAlpha = np.zeros((nb, 6))        # s_i x a_parent - oBeta_i x v_parent
+        self.oBeta = np.zeros((nb, 6))         # s_i x v_parent
         self.Minv_IA = np.zeros((nb, 6, 6))    # articulated-body inertia, root frame
         self.Minv_U = np.zeros((nb, 6))        # IA_i S_i
         self.Minv_Dinv = np.zeros(nb)          # 1 / (S_i^T IA_i S_i)

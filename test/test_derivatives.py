@@ -1,0 +1,144 @@
+"""First-order derivatives of inverse and forward dynamics, M^-1, and the batch variants.
+
+Oracles: Pinocchio (computeRNEADerivatives, computeABADerivatives, computeMinverse,
+computeGeneralizedGravityDerivatives, rnea), central differences of our own rnea/aba (q is joint
+angles here, no manifold: Pinocchio's derivatives of continuous joints are per tangent dimension,
+which is our angle), and the identities d tau / d a = M, d FD / d tau = M^-1.
+"""
+import functools
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import dyn_control as dc
+from oracles import (JIT_DISABLED, central_difference, pin_q, pinocchio_model, random_state,
+                     robot_urdf, swap_halves)
+
+pytestmark = pytest.mark.kernels
+
+ROBOTS = ["panda", "tiago"] if JIT_DISABLED else ["panda", "ur5_robot", "talos_reduced", "tiago",
+                                                   "kinova", "solo12", "z1"]
+N_STATES = 1 if JIT_DISABLED else 3
+
+
+class Robot:
+    def __init__(self, name):
+        path = robot_urdf(name)
+        self.model = dc.load_urdf(path)
+        self.data = self.model.create_data()
+        self.pin_model = pinocchio_model(path)
+        self.pin_data = self.pin_model.createData()
+        rng = np.random.default_rng(sum(map(ord, name)))
+        self.states = []
+        for _ in range(N_STATES):
+            q, v, a = random_state(self.model, rng)
+            tau = 10.0 * rng.normal(size=self.model.nv)
+            f_ext = rng.normal(size=(self.model.nbodies, 6))
+            self.states.append((q, v, a, tau, f_ext))
+
+    def pin_forces(self, f_ext):
+        """Our body-frame forces [n; f] as Pinocchio's per-joint LOCAL forces [f; n]."""
+        return [pin.Force.Zero()] + [pin.Force(swap_halves(f)) for f in f_ext]
+
+
+@functools.lru_cache(maxsize=None)
+def robot(name):
+    return Robot(name)
+
+
+def assert_close(ours, ref, what, rtol=1e-9):
+    ours, ref = np.asarray(ours), np.asarray(ref)
+    assert ours.shape == ref.shape, f"{what}: shape {ours.shape} != {ref.shape}"
+    scale = max(1.0, float(np.abs(ref).max()))
+    error = float(np.abs(ours - ref).max())
+    assert error <= rtol * scale, f"{what}: max error {error:.3e} (scale {scale:.3e})"
+
+
+def symmetric_from_upper(A):
+    return np.triu(A) + np.triu(A, 1).T
+
+
+# ----------------------------------------------------------------------------------------------
+# rnea_derivatives
+
+
+@pytest.mark.parametrize("with_forces", [False, True], ids=["no_fext", "fext"])
+@pytest.mark.parametrize("name", ROBOTS)
+def test_rnea_derivatives_match_pinocchio(name, with_forces):
+    r = robot(name)
+    for q, v, a, _, f_ext in r.states:
+        args = (r.pin_model, r.pin_data, pin_q(r.pin_model, q), v, a)
+        if with_forces:
+            dq, dv, M = dc.rnea_derivatives(r.model, r.data, q, v, a, f_ext)
+            pin.computeRNEADerivatives(*args, r.pin_forces(f_ext))
+        else:
+            dq, dv, M = dc.rnea_derivatives(r.model, r.data, q, v, a)
+            pin.computeRNEADerivatives(*args)
+        assert_close(dq, r.pin_data.dtau_dq, "dtau_dq")
+        assert_close(dv, r.pin_data.dtau_dv, "dtau_dv")
+        assert_close(M, symmetric_from_upper(r.pin_data.M), "M")
+
+
+@pytest.mark.parametrize("name", ROBOTS[:4])
+def test_rnea_derivatives_match_central_differences(name):
+    r = robot(name)
+    model, data = r.model, r.data
+    q, v, a, _, f_ext = r.states[0]
+
+    def tau(q_, v_, a_):
+        return dc.rnea(model, data, q_, v_, a_, f_ext).copy()
+
+    dq, dv, M = (x.copy() for x in dc.rnea_derivatives(model, data, q, v, a, f_ext))
+    assert_close(dq, central_difference(lambda x: tau(x, v, a), q), "dtau_dq", 1e-7)
+    assert_close(dv, central_difference(lambda x: tau(q, x, a), v), "dtau_dv", 1e-7)
+    assert_close(M, central_difference(lambda x: tau(q, v, x), a), "dtau_da", 1e-7)
+
+
+@pytest.mark.parametrize("name", ROBOTS[:4])
+def test_rnea_derivatives_identities(name):
+    r = robot(name)
+    model, data = r.model, r.data
+    q, v, a, _, _ = r.states[0]
+    _, _, M = dc.rnea_derivatives(model, data, q, v, a)
+    assert_close(M.copy(), dc.crba(model, data, q).copy(), "d tau / d a = M (crba)")
+    # at v = a = 0 only gravity is left: dtau_dq = dg/dq, dtau_dv = 0
+    zero = np.zeros(model.nv)
+    dq, dv, _ = dc.rnea_derivatives(model, data, q, zero, zero)
+    dg_dq = pin.computeGeneralizedGravityDerivatives(r.pin_model, r.pin_data, pin_q(r.pin_model, q))
+    assert_close(dq, dg_dq, "gravity derivatives")
+    assert np.abs(dv).max() == 0.0
+
+
+def test_rnea_derivatives_with_mimic_coupling():
+    model = dc.load_urdf(robot_urdf("panda"), mimic=True)
+    assert model.coupling is not None
+    data = model.create_data()
+    q, v, a = random_state(model, np.random.default_rng(5))
+
+    def tau(q_, v_):
+        return dc.rnea(model, data, q_, v_, a).copy()
+
+    dq, dv, M = (x.copy() for x in dc.rnea_derivatives(model, data, q, v, a))
+    assert dq.shape == (model.nv, model.nv)
+    assert_close(dq, central_difference(lambda x: tau(x, v), q), "coupled dtau_dq", 1e-7)
+    assert_close(dv, central_difference(lambda x: tau(q, x), v), "coupled dtau_dv", 1e-7)
+    assert_close(M, dc.crba(model, data, q), "coupled M")
+
+
+def test_rnea_derivatives_bad_input():
+    r = robot("panda")
+    model, data = r.model, r.data
+    q, v, a, _, f_ext = r.states[0]
+    with pytest.raises(ValueError, match=r"\bv\b.*shape"):
+        dc.rnea_derivatives(model, data, q, v[:3], a)
+    with pytest.raises(ValueError, match=r"f_ext.*shape"):
+        dc.rnea_derivatives(model, data, q, v, a, f_ext[:, :3])
+    bad = q.copy()
+    bad[0] = np.inf
+    with pytest.raises(ValueError, match=r"non-finite.*\bq at indices \[0\]"):
+        dc.rnea_derivatives(model, data, bad, v, a)
+    bad_f = f_ext.copy()
+    bad_f[1, 1] = np.nan
+    with pytest.raises(ValueError, match="f_ext.*non-finite"):
+        dc.rnea_derivatives(model, data, q, v, a, bad_f)
