@@ -55,7 +55,11 @@ def non_finite_error(**arrays):
 
 
 def check_model_data(model, data):
-    if type(data) is not Data or data.nbodies != model.nbodies or data.nv != model.nv:
+    try:
+        matches = type(data) is Data and data.nbodies == model.nbodies and data.nv == model.nv
+    except AttributeError:  # model is not a Model
+        matches = False
+    if not matches:
         if not isinstance(model, Model):
             raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
         raise ValueError("data must come from model.create_data() of this model")
