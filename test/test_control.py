@@ -202,7 +202,8 @@ def loss_with_parameters(model, samples, phi):
     (unchecked: the loss is defined for any phi, physically consistent or not)."""
     perturbed = model._replace(inertial_parameters=phi.reshape(model.nbodies, 10))
     data = perturbed.create_data()
-    return 0.5 * sum(float(np.sum((tau - dc.rnea(perturbed, data, q, v, a)) ** 2)) for q, v, a, tau in samples)
+    residuals = [tau - dc.rnea(perturbed, data, q, v, a) for q, v, a, tau in samples]
+    return 0.5 * sum(float(np.sum(r ** 2)) for r in residuals)
 
 
 def test_parameter_gradient_matches_central_differences_over_the_window():

@@ -9,7 +9,7 @@ The whole law is one inverse-dynamics call, rnea(q, v, a_cmd) = M a_cmd + C v + 
 import numpy as np
 
 from ..dynamics import as_vector, non_finite_error, rnea
-from .checks import as_gain, copy_out
+from .checks import as_gain, copy_out, require_finite
 
 SAFE_MODES = ("gravity", "zero")
 
@@ -85,6 +85,7 @@ def clamp_effort(tau, limits, out=None):
     limits = np.asarray(limits, dtype=np.float64)
     if tau.ndim != 1:
         raise ValueError(f"tau must be a 1-D array, got shape {tau.shape}")
+    require_finite("tau", tau)
     if limits.shape != tau.shape:
         raise ValueError(f"limits must have shape {tau.shape} like tau, got {limits.shape}")
     if np.any(np.isnan(limits)) or np.any(limits < 0.0):

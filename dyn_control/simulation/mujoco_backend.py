@@ -1,13 +1,16 @@
 """The robot simulated by MuJoCo: an independent physics engine with the same interface as
 BuiltinSimulator (q, v, effort, time, step, applied_joint_torque).
 
-MuJoCo reads the URDF itself, after three edits: every <visual> and <collision> is removed (no
-meshes to resolve, no contacts wanted), and a <mujoco><compiler .../></mujoco> element keeps the
+MuJoCo reads the URDF itself, after two edits: every <visual> and <collision> is removed (no
+meshes to resolve, no contacts wanted), and a <mujoco><compiler .../></mujoco> element (in place
+of any the URDF has) keeps the
 URDF's inertias as written (balanceinertia off) and the fixed links as separate welded bodies
 (fusestatic off), so every frame of the model is a MuJoCo body. Contacts, joint limits and
 friction loss are disabled: only gravity, the joint torques, the viscous joint damping and the
 external wrench act, as in BuiltinSimulator. Integrator: implicitfast (semi-implicit Euler with
-the damping implicit), timestep dt.
+the damping implicit), timestep dt: stable for any damping but first order, so at the large
+accelerations of a free fall it drifts from the exact motion faster than BuiltinSimulator's RK4;
+under computed-torque control at 1 ms both track to about 1e-4 rad.
 Joint torques go through qfrc_applied; the external wrench through xfrc_applied, which MuJoCo
 takes as [force; torque] at the body's centre of mass in world axes.
 """
@@ -71,13 +74,21 @@ class MujocoSimulator:
         mj_model.dof_damping[self._dof] = damping
         mj_model.dof_armature[:] = 0.0
         self.mj_data = mujoco.MjData(mj_model)
-        self.q = initial_state("q0", q0, model.neutral_configuration())
-        self.v = initial_state("v0", v0, np.zeros(self.nv))
+        self._qfrc = np.zeros(mj_model.nv)
+        self.effort = np.zeros(self.nv)
+        self.q = np.zeros(self.nv)
+        self.v = np.zeros(self.nv)
+        self.reset(q0, v0)
+
+    def reset(self, q0=None, v0=None):
+        """Back to time 0 at state (q0, v0) (default: the neutral configuration, at rest)."""
+        self.q[:] = initial_state("q0", q0, self.model.neutral_configuration())
+        self.v[:] = initial_state("v0", v0, np.zeros(self.nv))
+        mujoco.mj_resetData(self.mj_model, self.mj_data)
         self.mj_data.qpos[self._qpos] = self.q
         self.mj_data.qvel[self._dof] = self.v
-        self.effort = np.zeros(self.nv)
+        self.effort[:] = 0.0
         self._wrench_body = -1        # MuJoCo body holding the last step's xfrc_applied
-        self._qfrc = np.zeros(mj_model.nv)
 
     @property
     def time(self):
