@@ -158,6 +158,29 @@ class Model:
         fields.update(changes)
         return Model(**fields)
 
+    def with_twist_perturbation(self, eta):
+        """A new Model whose joint screws are perturbed as in seed "Differential Dynamics and
+        Mesh-Based Inertia", eq. 6: S_i <- Ad_{exp(eta_i)} S_i, i.e.
+        T_{parent,i}(q) = M_i exp(eta_i) exp([S_i] q_i) exp(-eta_i). eta: (nbodies, 6), or
+        (6 * nbodies,) in the column order of `twist_derivatives`, each [w; v] in joint i's frame at
+        q_i = 0. Home poses, inertias and frames stay: body frames are unchanged at q = 0."""
+        from .spatial import Ad, exp_se3
+        nb = self.nbodies
+        try:
+            eta = np.array(eta, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"eta must be an array of {6 * nb} numbers, got {type(eta).__name__}") from None
+        if eta.shape not in ((nb, 6), (6 * nb,)):
+            raise ValueError(f"eta must have shape ({nb}, 6) or ({6 * nb},), got {eta.shape}")
+        if not np.all(np.isfinite(eta)):
+            raise ValueError("eta has non-finite entries (NaN or inf)")
+        eta = eta.reshape(nb, 6)
+        screws = np.empty((nb, 6))
+        for i in range(nb):
+            T = exp_se3(eta[i])
+            screws[i] = Ad(np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3])) @ self.screw_axes[i]
+        return self._replace(screw_axes=screws)
+
     def with_gravity(self, gravity):
         g = np.asarray(gravity, dtype=np.float64)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
@@ -243,3 +266,11 @@ class Data:
         self.subtree_end = np.zeros(nb, dtype=np.int64)  # last body of each subtree (depth-first)
         self.tau_bias = np.zeros(nb)           # C(q, v) v + g(q) - J^T f_ext of the tree
         self.zeros_nb = np.zeros(nb)           # stands in for a = 0
+        # joint-twist derivatives (kernels/twist_derivatives.py, model_derivatives.py), root frame
+        self.dtau_deta = np.zeros((nv, 6 * nb))  # d tau / d eta: 6 columns per joint, angular first
+        self.dtau_deta_tree = self.dtau_deta if model.coupling is None else np.zeros((nb, 6 * nb))
+        self.eta_alpha = np.zeros((nb, 6, 6))  # alpha_j per column of eta_j (Qbar^eta)
+        self.eta_beta = np.zeros((nb, 6, 3))   # angular part of beta_j per column (Pbar^eta)
+        self.eta_R = np.zeros((3, 3))          # oT_parent M_i: joint frame at q_i = 0
+        self.eta_p = np.zeros(3)
+        self.eta_tmp6 = np.zeros((13, 6))      # scratch 6-vectors

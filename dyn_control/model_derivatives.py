@@ -1,0 +1,112 @@
+"""Derivatives with respect to the model itself: joint screw axes (seed "Differential Dynamics and
+Mesh-Based Inertia", sec. 2, Algorithm 1) and link inertia from the URDF's meshes (sec. 4).
+
+Same pattern as dynamics.py: shapes are checked here, the kernels screen finiteness, results are
+Data buffers (copy to keep). Models with coupled mimic joints go through the tree kernel and the
+coupling matrix G (tau = G^T tau_tree).
+"""
+import os
+
+import numpy as np
+
+from .dynamics import _coupled, as_vector, check_model_data, external_forces, non_finite_error
+from .inertia.mesh import mesh_inertia
+from .inertia.parameters import transform_phi
+from .kernels import twist_derivatives as _twist
+
+
+def _twist_derivatives_tree(model, data, q, v, a, f_ext, out):
+    if not _twist.twist_derivatives(
+            model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
+            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.oS, data.oV, data.oA_gf,
+            data.ophi_c, data.oL_c, data.oB_sym, data.oF_c, data.eta_alpha, data.eta_beta, data.eta_R,
+            data.eta_p, data.eta_tmp6, out):
+        raise non_finite_error(q=q, v=v, a=a)
+    return out
+
+
+def twist_derivatives(model, data, q, v, a, f_ext=None):
+    """d tau / d eta at eta = 0 -> data.dtau_deta, shape (nv, 6 * nbodies) (nv == nbodies without
+    mimic coupling), for the joint screws perturbed as S_i <- Ad_{exp(eta_i)} S_i
+    (`Model.with_twist_perturbation`): column 6 i + k is component k of eta_i = [w; v], in joint
+    i's frame at q_i = 0. f_ext: None or (nbodies, 6), each body's spatial force [n; f] in its own
+    frame (it moves with the body)."""
+    check_model_data(model, data)
+    nv = model.nv
+    q = as_vector("q", q, nv)
+    v = as_vector("v", v, nv)
+    a = as_vector("a", a, nv)
+    f_ext = external_forces(model, data, f_ext)
+    G = model.coupling
+    if G is None:
+        return _twist_derivatives_tree(model, data, q, v, a, f_ext, data.dtau_deta)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
+        raise non_finite_error(q=q, v=v, a=a)
+    q_t, v_t, a_t = _coupled(model, data, q, v, a)
+    data.dtau_deta[:, :] = G.T @ _twist_derivatives_tree(model, data, q_t, v_t, a_t, f_ext,
+                                                         data.dtau_deta_tree)
+    return data.dtau_deta
+
+
+# ----------------------------------------------------------------------------------------------
+# Inertia from the link's meshes
+
+
+def _load_triangles(path, where):
+    """(vertices, faces) of a mesh file through trimesh, its parts merged (STL, OBJ, DAE, ...)."""
+    try:
+        import trimesh
+    except ImportError:
+        raise ValueError(f"{where}: reading meshes needs the trimesh package (pip install trimesh)") from None
+    try:
+        mesh = trimesh.load(path, force="mesh")
+    except Exception as exc:  # trimesh raises many kinds (a missing pycollada for DAE among them)
+        raise ValueError(f"{where}: cannot read the mesh file ({type(exc).__name__}: {exc})") from None
+    if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
+        raise ValueError(f"{where}: the file holds no triangles")
+    if not mesh.is_watertight:
+        raise ValueError(f"{where}: the mesh is not watertight (it has open edges), so it bounds "
+                         "no volume; close it or give the link an <inertial> instead")
+    return np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
+
+
+def inertia_from_link_meshes(model, link, density):
+    """Inertial parameters phi (10,) = [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz] of a link's
+    meshes as solids of uniform `density` [kg/m^3], in the link's own frame (h = m c, inertia about
+    the link origin), summed over its collision meshes, or its visual meshes when it has no
+    collision mesh. Each mesh is scaled by its <mesh scale>, then placed by its <origin>
+    (seed sec. 4 for one mesh, eq. 29 for the placement). Primitive shapes (box, cylinder, sphere)
+    are not counted. Raises ValueError naming the link and the mesh when the link has no mesh, a
+    mesh file is unresolved, unreadable or not watertight."""
+    if link not in model.link_geometry:
+        raise ValueError(f"unknown link {link!r}: robot {model.name!r} has links "
+                         f"{', '.join(model.link_geometry)}")
+    try:
+        rho = float(density)
+    except (TypeError, ValueError):
+        raise ValueError(f"density must be a number, got {density!r}") from None
+    if not (np.isfinite(rho) and rho > 0.0):
+        raise ValueError(f"density must be finite and positive, got {density!r}")
+    shapes = model.link_geometry[link]
+    meshes = [s for s in shapes if s["kind"] == "collision" and s["type"] == "mesh"]
+    if not meshes:
+        meshes = [s for s in shapes if s["kind"] == "visual" and s["type"] == "mesh"]
+    if not meshes:
+        raise ValueError(f"link {link!r} has no collision or visual mesh")
+    phi = np.zeros(10)
+    for shape in meshes:
+        where = f"link {link!r}, {shape['kind']} mesh {shape['uri']!r}"
+        if shape["path"] is None:
+            raise ValueError(f"{where}: the file was not found (pass package_dirs to load_urdf for "
+                             "package:// URIs)")
+        vertices, faces = _load_triangles(shape["path"], where)
+        scale = np.asarray(shape["scale"], dtype=np.float64)
+        vertices = vertices * scale
+        if np.prod(scale) < 0.0:
+            faces = faces[:, ::-1]  # a mirroring scale turns the faces inside out
+        try:
+            phi_mesh = mesh_inertia(vertices, faces, rho, name=os.path.basename(shape["path"]))
+        except ValueError as exc:
+            raise ValueError(f"link {link!r}: {exc}") from None
+        phi += transform_phi(phi_mesh, shape["R"], shape["p"])
+    return phi
