@@ -22,21 +22,24 @@ _REFERENCES = {"world": _kin.WORLD, "local": _kin.LOCAL, "local_world_aligned": 
 def as_vector(name, x, n):
     """x as a contiguous float64 (n,) array (finiteness is left to the kernel), or a ValueError."""
     if type(x) is not np.ndarray or x.dtype is not _F64 or not x.flags.c_contiguous:
-        try:
-            x = np.ascontiguousarray(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be an array of {n} numbers, got {type(x).__name__}") from None
+        x = _real_array(name, x, f"an array of {n} real numbers")
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     return x
 
 
+def _real_array(name, x, expected):
+    if x is None or np.iscomplexobj(x):
+        raise ValueError(f"{name} must be {expected}, got {type(x).__name__}")
+    try:
+        return np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {expected}, got {type(x).__name__}") from None
+
+
 def as_finite_array(name, x, shape):
     """x as a contiguous float64 array of `shape` with finite entries, or a ValueError."""
-    try:
-        x = np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a {shape} array of numbers, got {type(x).__name__}") from None
+    x = _real_array(name, x, f"a {shape} array of real numbers")
     if x.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
     if not np.all(np.isfinite(x)):

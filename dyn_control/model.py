@@ -38,7 +38,7 @@ class Model:
                  home_p, inertial_parameters, lower, upper, velocity_limit, effort_limit, damping,
                  friction, frame_names, frame_body, frame_R, frame_p, root_name,
                  coupling=None, coupling_offset=None, mimic_of=None, link_geometry=None,
-                 source_dir=None, gravity=(0.0, 0.0, -9.81)):
+                 source_dir=None, gravity=(0.0, 0.0, -9.81), frame_aliases=None):
         self.name = name
         self.root_name = root_name
         self.joint_names = tuple(joint_names)
@@ -78,9 +78,11 @@ class Model:
             self.actuated_joints = tuple(n for n, m in zip(self.joint_names, self.mimic_of) if m is None)
         self.nq = self.nv
         self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
-        # a joint name also names its child link's frame
-        for joint, body in zip(self.joint_names, self.body_names):
-            self._frame_index.setdefault(joint, self._frame_index[body])
+        # a joint name also names its child link's frame (fixed joints through frame_aliases)
+        self.frame_aliases = dict(frame_aliases or {})
+        self.frame_aliases.update(zip(self.joint_names, self.body_names))
+        for alias, frame in self.frame_aliases.items():
+            self._frame_index.setdefault(alias, self._frame_index[frame])
 
     def __repr__(self):
         return (f"Model({self.name!r}: {self.nbodies} moving bodies, nq = nv = {self.nv}, "
@@ -154,7 +156,8 @@ class Model:
             frame_names=self.frame_names, frame_body=self.frame_body, frame_R=self.frame_R,
             frame_p=self.frame_p, root_name=self.root_name, coupling=self.coupling,
             coupling_offset=self.coupling_offset, mimic_of=self.mimic_of,
-            link_geometry=self.link_geometry, source_dir=self.source_dir, gravity=self.gravity)
+            link_geometry=self.link_geometry, source_dir=self.source_dir, gravity=self.gravity,
+            frame_aliases=self.frame_aliases)
         fields.update(changes)
         return Model(**fields)
 
@@ -274,3 +277,18 @@ class Data:
         self.eta_R = np.zeros((3, 3))          # oT_parent M_i: joint frame at q_i = 0
         self.eta_p = np.zeros(3)
         self.eta_tmp6 = np.zeros((13, 6))      # scratch 6-vectors
+        # second-order derivatives (kernels/rnea_second_derivatives.py, second_order.py), root frame
+        self.so_vectors = np.zeros((11, nb, 6))  # per body: S, V, A, psid, psidd, phi, F, I S, B^T S,
+        #                                          dF/dq_i, dF/dv_i (see the kernel's docstring)
+        self.so_matrices = np.zeros((2, nb, 6, 6))  # composite inertia and body-Coriolis matrix
+        self.so_mats = np.zeros((3, 6, 6))     # dI_d/dq_d, 2 dB_d/dq_d, B(I_d, S_d) of one joint d
+        self.so_pair = np.zeros((11, 6))       # 6-vectors of one (deepest, middle) joint pair
+        self.so_tau = np.zeros(nb)             # tau of the tree (by-product)
+        self.so_first = np.zeros((3, nb, nb))  # dtau_dq, dtau_dv, M of the tree (by-products)
+        self.so_second = np.zeros((4, nb, nb, nb))  # second-order tensors of the tree
+        # outputs [i, j, k]: d2 tau_i / dq_j dq_k, d2 tau_i / dv_j dv_k, d2 tau_i / dq_j dv_k, d M_ij / dq_k
+        second = self.so_second if model.coupling is None else np.zeros((4, nv, nv, nv))
+        self.d2tau_dq2, self.d2tau_dv2, self.d2tau_dqdv, self.dM_dq = second
+        # the same four for forward dynamics (aba_second_derivatives), the fourth being d Minv_ij / dq_k
+        self.d2ddq_dq2, self.d2ddq_dv2, self.d2ddq_dqdv, self.dMinv_dq = np.zeros((4, nv, nv, nv))
+        self.so_cube = np.zeros((2, nv, nv, nv))  # scratch for aba_second_derivatives

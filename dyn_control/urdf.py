@@ -262,7 +262,7 @@ def _build_model(robot, source_dir, package_dirs, mimic):
         frame_body=tree.frame_body, frame_R=np.reshape(tree.frame_R, (-1, 3, 3)),
         frame_p=np.reshape(tree.frame_p, (-1, 3)), coupling=coupling,
         coupling_offset=coupling_offset, mimic_of=[m[0] if m else None for m in mimic_of],
-        link_geometry=tree.geometry, source_dir=source_dir)
+        link_geometry=tree.geometry, source_dir=source_dir, frame_aliases=tree.fixed_joint_frames)
 
 
 def _mimic_coupling(joint_names, mimic_of):
@@ -302,6 +302,7 @@ class _TreeBuilder:
         self.damping, self.friction = [], []
         self.frame_names, self.frame_body, self.frame_R, self.frame_p = [], [], [], []
         self.geometry = {}
+        self.fixed_joint_frames = {}  # fixed joint name -> its child link (the joint's frame)
 
     def walk(self, root):
         self._visit(root, -1, np.eye(3), np.zeros(3))
@@ -334,6 +335,7 @@ class _TreeBuilder:
         R = R_link @ R_o
         p = R_link @ p_o + p_link
         if joint.type == "fixed":
+            self.fixed_joint_frames[joint.name] = joint.child
             return body, R, p
         axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=float)
         norm = np.linalg.norm(axis) if axis.shape == (3,) else 0.0
