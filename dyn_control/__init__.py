@@ -9,6 +9,7 @@ from .derivatives import regressor, rnea_derivatives
 from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
                        nonlinear_effects, rnea)
 from .inertia import mesh_inertia, mesh_inertia_derivatives
+from .mappings import load_mapping
 from .model import PARAMETER_NAMES, Data, Model
 from .model_derivatives import inertia_from_link_meshes, twist_derivatives
 from .robots import bundled_urdf
@@ -18,5 +19,5 @@ __all__ = [
     "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "bundled_urdf", "coriolis_matrix", "crba",
     "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "mesh_inertia",
     "mesh_inertia_derivatives", "nonlinear_effects", "regressor", "rnea", "rnea_derivatives",
-    "inertia_from_link_meshes", "twist_derivatives",
+    "inertia_from_link_meshes", "twist_derivatives", "load_mapping",
 ]

@@ -1,0 +1,182 @@
+"""Closed-chain mappings: a parallel mechanism as its equivalent tree plus a loop-closure mapping.
+
+URDF (and so a Model) cannot describe a closed loop. A closed chain is loaded as its equivalent
+tree, one loop joint cut, and a ClosedChainMapping from the tree to the actuated joints (seed
+"Differential Dynamics and Mesh-Based Inertia", sec. 3): the actuated (active) joints theta_a are
+the closed chain's coordinates, the passive joints follow from the loop closure, and tree torques
+map to actuator torques by virtual work.
+
+Mappings are plugins: a package adds a mechanism by declaring an entry point in the group
+`dyn_control.mappings` whose object is a ClosedChainMapping subclass, e.g. in setup.py
+
+    entry_points={"dyn_control.mappings": ["my_linkage = my_pkg.linkage:MyLinkage"]}
+
+and users get it with `dc.load_mapping("my_linkage", model, **parameters)`.
+"""
+import abc
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+import numpy as np
+
+from ..dynamics import as_finite_array
+
+ENTRY_POINT_GROUP = "dyn_control.mappings"
+
+
+class MappingPluginError(RuntimeError):
+    """A closed-chain mapping plugin could not be loaded; the message names the plugin."""
+
+
+class ClosedChainMapping(abc.ABC):
+    """The loop closure of a closed chain on its equivalent tree `model`.
+
+    Tree vectors (q, v, a, tau_tree) are in model.joint_names order; closed-chain vectors (theta_a,
+    tau_a) are in active_indices order. Subclasses set `active_indices` and `passive_indices` (int
+    arrays of tree joint indices) in __init__ and take their parameters as keyword arguments.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.active_indices = np.zeros(0, dtype=np.int64)
+        self.passive_indices = np.zeros(0, dtype=np.int64)
+
+    @property
+    def active_joints(self):
+        """Names of the actuated joints, in theta_a order."""
+        return tuple(self.model.joint_names[i] for i in self.active_indices)
+
+    @property
+    def passive_joints(self):
+        return tuple(self.model.joint_names[i] for i in self.passive_indices)
+
+    @abc.abstractmethod
+    def complete(self, theta_a, guess=None):
+        """The tree configuration q (nv,) closing the loop with active joints theta_a; `guess` (a
+        tree configuration) selects the solution near it. ValueError when there is none."""
+
+    @abc.abstractmethod
+    def closure_residual(self, q):
+        """The loop-closure error of tree configuration q, one entry per passive joint."""
+
+    @abc.abstractmethod
+    def passive_jacobian(self, q):
+        """J_p with dtheta_p = J_p dtheta_a at a closed configuration q, (n_passive, n_active)."""
+
+    def map_torque(self, q, tau_tree):
+        """Actuator torques of the closed chain from tree torques at a closed configuration q:
+        tau_a + J_p^T tau_p (virtual work, eq. 13 of the seed)."""
+        tau_tree = as_finite_array("tau_tree", tau_tree, (self.model.nv,))
+        return tau_tree[self.active_indices] + self.passive_jacobian(q).T @ tau_tree[self.passive_indices]
+
+    @abc.abstractmethod
+    def map_torque_derivative(self, q, tau_tree, dtau_tree):
+        """d(map_torque)/d theta_a along the closed chain, given tau_tree and its derivative
+        dtau_tree = d tau_tree / d theta_a (nv, n_active)."""
+
+    @abc.abstractmethod
+    def inverse_dynamics(self, model, data, theta_a, dtheta_a, ddtheta_a, guess=None):
+        """Actuator torques (n_active,) that move the closed chain with theta_a, dtheta_a, ddtheta_a."""
+
+    @abc.abstractmethod
+    def inverse_dynamics_derivatives(self, model, data, theta_a, dtheta_a, ddtheta_a, guess=None):
+        """(d tau_a / d theta_a, d tau_a / d dtheta_a, M_a) of inverse_dynamics."""
+
+    @abc.abstractmethod
+    def forward_dynamics(self, model, data, theta_a, dtheta_a, tau_a, guess=None):
+        """Accelerations ddtheta_a (n_active,) of the closed chain under actuator torques tau_a."""
+
+
+def _mapping_entry_points():
+    return entry_points(group=ENTRY_POINT_GROUP)
+
+
+def available_mappings():
+    """Names of the installed closed-chain mappings (nothing is imported)."""
+    return sorted({ep.name for ep in _mapping_entry_points()})
+
+
+def load_mapping(name, model, **params):
+    """The closed-chain mapping plugin `name` (an entry point of group dyn_control.mappings) built on
+    the equivalent-tree `model` with keyword parameters `params`.
+
+    ValueError when no plugin has that name; MappingPluginError, naming the plugin, when it fails to
+    import or is not a ClosedChainMapping."""
+    matches = [ep for ep in _mapping_entry_points() if ep.name == name]
+    if not matches:
+        installed = ", ".join(available_mappings()) or "none"
+        raise ValueError(f"no closed-chain mapping named {name!r} (entry-point group "
+                         f"{ENTRY_POINT_GROUP!r}); installed: {installed}")
+    entry_point = matches[0]
+    try:
+        mapping_class = entry_point.load()
+    except Exception as exc:  # any error of a third-party module is reported under its plugin name
+        raise MappingPluginError(f"closed-chain mapping plugin {name!r} ({entry_point.value}) failed "
+                                 f"to load: {type(exc).__name__}: {exc}") from exc
+    if not (isinstance(mapping_class, type) and issubclass(mapping_class, ClosedChainMapping)):
+        raise MappingPluginError(f"closed-chain mapping plugin {name!r} ({entry_point.value}) is not a "
+                                 f"dyn_control.mappings.ClosedChainMapping subclass")
+    return mapping_class(model, **params)
+
+
+@dataclass
+class ClosedChainRun:
+    """Samples of a closed-chain simulation, one row per control step."""
+    time: np.ndarray               # (n,)
+    q: np.ndarray                  # (n, nv) tree configurations closing the loop
+    theta_a: np.ndarray            # (n, n_active) actuated joint positions
+    dtheta_a: np.ndarray           # (n, n_active) actuated joint velocities
+    theta_a_desired: np.ndarray    # (n, n_active)
+    tau_a: np.ndarray              # (n, n_active) actuator torques applied over the following step
+    closure_residual: np.ndarray   # (n,) norm of the loop-closure residual of the tree configuration
+
+
+def simulate_closed_chain(mapping, model, reference, duration, dt, kp, kd, theta_a0=None,
+                          dtheta_a0=None):
+    """Computed-torque control of a closed chain, integrated in reduced coordinates (theta_a).
+
+    reference(t) -> (theta_d, dtheta_d, ddtheta_d). Each control step of length dt applies
+        tau_a = inverse_dynamics(theta_a, dtheta_a, ddtheta_d + kd (dtheta_d - dtheta_a) + kp (theta_d - theta_a))
+    held constant while a classical Runge-Kutta step integrates the plant
+    ddtheta_a = forward_dynamics(theta_a, dtheta_a, tau_a), i.e. M_a^-1 (tau_a - mapped bias).
+    The tree configuration closing the loop is recomputed at every evaluation (warm-started from the
+    previous one), so the passive joints never drift. Starts on the reference unless theta_a0,
+    dtheta_a0 are given. Returns a ClosedChainRun.
+    """
+    data = model.create_data()
+    steps = int(round(duration / dt))
+    theta_d, dtheta_d, _ = reference(0.0)
+    theta = np.array(theta_d if theta_a0 is None else theta_a0, dtype=np.float64)
+    dtheta = np.array(dtheta_d if dtheta_a0 is None else dtheta_a0, dtype=np.float64)
+    q = mapping.complete(theta)
+    n = steps + 1
+    run = ClosedChainRun(np.arange(n) * dt, np.zeros((n, q.size)), np.zeros((n, theta.size)),
+                         np.zeros((n, theta.size)), np.zeros((n, theta.size)), np.zeros((n, theta.size)),
+                         np.zeros(n))
+
+    for k in range(n):
+        t = k * dt
+        theta_d, dtheta_d, ddtheta_d = reference(t)
+        a_cmd = ddtheta_d + kd * (dtheta_d - dtheta) + kp * (theta_d - theta)
+        tau = mapping.inverse_dynamics(model, data, theta, dtheta, a_cmd, guess=q)
+        run.q[k], run.theta_a[k], run.dtheta_a[k], run.theta_a_desired[k], run.tau_a[k] = (
+            q, theta, dtheta, theta_d, tau)
+        run.closure_residual[k] = np.linalg.norm(mapping.closure_residual(q))
+        if k == steps:
+            break
+
+        def acceleration(theta_k, dtheta_k):
+            return mapping.forward_dynamics(model, data, theta_k, dtheta_k, tau, guess=q)
+
+        k1_x, k1_v = dtheta, acceleration(theta, dtheta)
+        k2_x, k2_v = dtheta + 0.5 * dt * k1_v, acceleration(theta + 0.5 * dt * k1_x, dtheta + 0.5 * dt * k1_v)
+        k3_x, k3_v = dtheta + 0.5 * dt * k2_v, acceleration(theta + 0.5 * dt * k2_x, dtheta + 0.5 * dt * k2_v)
+        k4_x, k4_v = dtheta + dt * k3_v, acceleration(theta + dt * k3_x, dtheta + dt * k3_v)
+        theta = theta + dt / 6.0 * (k1_x + 2.0 * k2_x + 2.0 * k3_x + k4_x)
+        dtheta = dtheta + dt / 6.0 * (k1_v + 2.0 * k2_v + 2.0 * k3_v + k4_v)
+        q = mapping.complete(theta, guess=q)
+    return run
+
+
+__all__ = ["ENTRY_POINT_GROUP", "ClosedChainMapping", "ClosedChainRun", "MappingPluginError",
+           "available_mappings", "load_mapping", "simulate_closed_chain"]

@@ -1,0 +1,379 @@
+"""The spherical five-bar linkage as a closed-chain mapping (seed "Differential Dynamics and
+Mesh-Based Inertia", sec. 3, eqs. 11-14).
+
+The equivalent tree (config/urdf/five_bar.urdf) has two branches from the two motors,
+joints 1-2-3 ending in link 3 and joints 4-5 ending in a massless copy of link 3: joint 5 is the cut
+joint. The loop is closed when the frame of link 3 (frame A) and the frame of its copy (frame B)
+coincide, eq. (11). The residual is r(q) = P log(T_B^-1 T_A), P picking `closure_components` of the
+screw [w; v]; for the spherical five-bar (all axes through one point) the rotation alone,
+one equation per passive joint.
+
+Differentiating the closure in frame A gives the constraint Jacobian
+    K = P (J_A - J_B) = [g_a  g_p]   (columns of the active and passive joints, eq. 12)
+with J_A, J_B the frames' body Jacobians, so dtheta_p = J_p dtheta_a with J_p = -g_p^-1 g_a and
+dq = E dtheta_a, E = [I; J_p] (rows in tree order). In the body frame of link 3 the column of the
+cut joint is its constant axis, which is why the last row of G_p in eq. (14) vanishes.
+
+Derivatives of body Jacobian columns: d J_j / d q_l = ad(J_j) J_l when joint l lies between joint j
+and the frame (l > j in depth-first order, both on the frame's chain), else 0. The acceleration
+bias of a frame is b(q, v) = dJ/dt v = sum_{j<l} v_j v_l ad(J_j) J_l, and the closed chain's
+accelerations satisfy K a + h = 0 with h = P (b_A - b_B).
+"""
+import math
+
+import numpy as np
+
+from ..derivatives import rnea_derivatives
+from ..dynamics import as_finite_array, crba, forward_kinematics, jacobian, rnea
+from ..model import Model
+from ..spatial import Ad, log_se3
+from . import ClosedChainMapping
+
+CLOSED_TOLERANCE = 1e-6      # a configuration given as closed may miss the closure by this much
+MAX_NEWTON_STEP = 0.5        # rad, the longest Newton step on the passive joints
+
+
+def _structure_constants():
+    """LIE[i, j, k]: (ad_A B)_i = sum_jk LIE[i, j, k] A_j B_k for motion vectors [w; v]:
+    ad_A B = [w_A x w_B; w_A x v_B + v_A x w_B]."""
+    eps = np.zeros((3, 3, 3))
+    eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
+    eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
+    lie = np.zeros((6, 6, 6))
+    lie[:3, :3, :3] = eps
+    lie[3:, :3, 3:] = eps
+    lie[3:, 3:, :3] = eps
+    return lie
+
+
+_LIE = _structure_constants()
+
+
+def _ad(A, B):
+    """ad_A B = A x B of motion vectors stacked along the last axis (broadcasting)."""
+    return np.einsum("ijk,...j,...k->...i", _LIE, A, B)
+
+
+class _FrameTerms:
+    """A frame's body Jacobian J (6, nv), columns zero off its chain, and its derivatives."""
+
+    def __init__(self, J, later):
+        self.columns = J.T          # (nv, 6), J_j in row j
+        self.later = later          # later[j, l] = 1 when l > j
+
+    def dJ(self):
+        """dJ[j, l] = d J_j / d q_l = ad(J_j) J_l for l > j, (nv, nv, 6)."""
+        return _ad(self.columns[:, None, :], self.columns[None, :, :]) * self.later[:, :, None]
+
+    def bias(self, v):
+        """dJ/dt v = sum_{j<l} v_j v_l ad(J_j) J_l: the frame's body acceleration at zero joint
+        accelerations (no gravity)."""
+        after = (self.later * v[None, :]) @ self.columns       # after[j] = sum_{l>j} v_l J_l
+        return _ad(self.columns * v[:, None], after).sum(axis=0)
+
+    def bias_derivatives(self, dJ, v):
+        """(d bias / d q, d bias / d v), each (6, nv), given dJ = self.dJ()."""
+        d_dv = np.einsum("mli,l->im", dJ, v) + np.einsum("jmi,j->im", dJ, v)
+        after = (self.later * v[None, :]) @ self.columns       # after[j] = sum_{l>j} v_l J_l
+        before = (self.later.T * v[None, :]) @ self.columns    # before[l] = sum_{j<l} v_j J_j
+        # d/dq_m of ad(J_j) J_l = ad(dJ_j/dq_m) J_l + ad(J_j) dJ_l/dq_m
+        d_dq = (np.einsum("jmi,j->im", _ad(dJ, after[:, None, :]), v)
+                + np.einsum("lmi,l->im", _ad(before[:, None, :], dJ), v))
+        return d_dq, d_dv
+
+
+class _Closure:
+    """Loop kinematics at a closed configuration q, from the body Jacobians of the two frames."""
+
+    def __init__(self, mapping, q, J_A, J_B):
+        self.q = q
+        self.A = _FrameTerms(J_A, mapping._later)
+        self.B = _FrameTerms(J_B, mapping._later)
+        comp = mapping.closure_components
+        self.components = comp
+        self.K = (J_A - J_B)[comp]                                   # [g_a g_p] of eq. (12)
+        self.K_a = self.K[:, mapping.active_indices]
+        self.K_p = self.K[:, mapping.passive_indices]
+        self.J_p = -np.linalg.solve(self.K_p, self.K_a)              # eq. (12)
+        self.E = np.zeros((q.size, mapping.active_indices.size))     # dq = E dtheta_a
+        self.E[mapping.active_indices] = np.eye(mapping.active_indices.size)
+        self.E[mapping.passive_indices] = self.J_p
+        self._dJ = None
+
+    def _frame_dJ(self):
+        if self._dJ is None:
+            self._dJ = (self.A.dJ(), self.B.dJ())
+        return self._dJ
+
+    def bias(self, v):
+        """h = dK/dt v, so that K a + h = 0 along the closed chain."""
+        return (self.A.bias(v) - self.B.bias(v))[self.components]
+
+    def bias_derivatives(self, v):
+        """(dh/dq, dh/dv), each (n_passive, nv)."""
+        dJ_A, dJ_B = self._frame_dJ()
+        dA_dq, dA_dv = self.A.bias_derivatives(dJ_A, v)
+        dB_dq, dB_dv = self.B.bias_derivatives(dJ_B, v)
+        return (dA_dq - dB_dq)[self.components], (dA_dv - dB_dv)[self.components]
+
+    def dK(self):
+        """dK[i] = d K / d theta_a_i along the closed chain, (n_active, n_passive, nv)."""
+        dJ_A, dJ_B = self._frame_dJ()
+        D = (dJ_A - dJ_B)[:, :, self.components]                   # D[j, l, r] = d K[r, j] / d q_l
+        return np.einsum("jlr,li->irj", D, self.E)
+
+
+class FiveBarMapping(ClosedChainMapping):
+    """Loop closure of a five-bar (spherical by default) given as its equivalent tree.
+
+    Parameters (defaults fit config/urdf/five_bar.urdf):
+      active_joints: the motors, in theta_a order; every other joint of the tree is passive.
+      cut_joint: the cut joint, whose child link is a massless copy of `cut_link` (a leaf).
+      cut_link: the link (or a frame fixed to it) that the copy coincides with when closed.
+      closure_components: entries of log(T_copy^-1 T_cut_link) = [w; v] that close the loop, one per
+        passive joint: (0, 1, 2) (rotation) for a spherical linkage, e.g. (2, 3, 4) for a planar one
+        moving about z.
+      reference_configuration: a tree configuration near a closed one (zeros by default); it picks the
+        assembly mode that complete() follows when given no guess.
+      tolerance: Newton stops when the residual norm is below it.
+      max_iterations: Newton iterations per solve.
+      singular_tolerance: the passive joints are singular where the smallest singular value of
+        g_p falls below it.
+      continuation_step: without a guess, complete() moves the active joints from the reference in
+        steps of at most this many radians.
+    """
+
+    def __init__(self, model, active_joints=("joint1", "joint4"), cut_joint="joint5", cut_link="link3",
+                 closure_components=(0, 1, 2), reference_configuration=None, tolerance=1e-12,
+                 max_iterations=30, singular_tolerance=1e-4, continuation_step=0.25):
+        if not isinstance(model, Model):
+            raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
+        if model.coupling is not None:
+            raise ValueError("five_bar: models with mimic-coupled joints are not supported")
+        super().__init__(model)
+        self._data = model.create_data()   # kinematics workspace of the mapping
+        nv = model.nv
+        active = [model.joint_index(name) for name in active_joints]
+        if len(set(active)) != len(active) or not active:
+            raise ValueError(f"active_joints must name distinct joints, got {list(active_joints)}")
+        self.active_indices = np.array(active, dtype=np.int64)
+        self._later = np.triu(np.ones((nv, nv)), 1)   # [j, l] = 1 when joint l comes after joint j
+        self.passive_indices = np.array([i for i in range(nv) if i not in active], dtype=np.int64)
+
+        cut_body = model.joint_index(cut_joint)
+        if np.any(model.phi[cut_body] != 0.0) or np.any(model.parents == cut_body):
+            raise ValueError(f"cut_joint {cut_joint!r}: its child link {model.body_names[cut_body]!r} must "
+                             f"be a massless leaf (the copy of {cut_link!r} closing the loop)")
+        self.cut_joint = cut_joint
+        self.cut_link = cut_link
+        self._frame_a = model.frame_id(cut_link)
+        self._frame_b = model.frame_id(model.body_names[cut_body])
+
+        comp = np.array(closure_components, dtype=np.int64).reshape(-1)
+        if comp.size != self.passive_indices.size or len(set(comp.tolist())) != comp.size or \
+                np.any((comp < 0) | (comp > 5)):
+            raise ValueError(f"closure_components must be {self.passive_indices.size} distinct indices "
+                             f"in 0..5 (one per passive joint), got {list(closure_components)}")
+        self.closure_components = comp
+        self.tolerance = float(tolerance)
+        self.max_iterations = int(max_iterations)
+        self.singular_tolerance = float(singular_tolerance)
+        self.continuation_step = float(continuation_step)
+
+        if reference_configuration is None:
+            reference_configuration = np.zeros(nv)
+        guess = as_finite_array("reference_configuration", reference_configuration, (nv,))
+        reference = guess.copy()
+        if self._newton(reference)[1] is None:
+            raise ValueError("reference_configuration: no closed configuration found near it")
+        self.reference_configuration = reference
+
+    # ------------------------------------------------------------------------------------------
+    # loop closure (eq. 11)
+
+    def _kinematics(self, q):
+        """(residual, J_A, J_B) at any q; J_B's columns transported to frame A."""
+        poses = forward_kinematics(self.model, self._data, q)
+        T_A = poses[self._frame_a].copy()
+        T_B = poses[self._frame_b].copy()
+        R_AB = T_A[:3, :3].T @ T_B[:3, :3]                          # T_A^-1 T_B = T_rel^-1
+        p_AB = T_A[:3, :3].T @ (T_B[:3, 3] - T_A[:3, 3])
+        T_rel = np.eye(4)
+        T_rel[:3, :3] = R_AB.T
+        T_rel[:3, 3] = -R_AB.T @ p_AB
+        residual = log_se3(T_rel)[self.closure_components]
+        J_A = jacobian(self.model, self._data, q, self._frame_a, "local").copy()
+        J_B = Ad(R_AB, p_AB) @ jacobian(self.model, self._data, q, self._frame_b, "local")
+        return residual, J_A, J_B
+
+    def closure_residual(self, q):
+        q = as_finite_array("q", q, (self.model.nv,))
+        return self._kinematics(q)[0]
+
+    def _singular_error(self, K_p, q, exactly_singular=False):
+        """The ValueError for singular passive joints at q, or None where g_p is regular."""
+        smallest = np.linalg.svd(K_p, compute_uv=False)[-1]
+        if smallest < self.singular_tolerance or exactly_singular:
+            return ValueError(
+                f"five_bar: the passive joints {', '.join(self.passive_joints)} are singular at q = "
+                f"{np.array2string(q, precision=6)} (smallest singular value of g_p {smallest:.3g} < "
+                f"singular_tolerance {self.singular_tolerance:g}): the loop closure does not determine them")
+        return None
+
+    def _newton(self, q):
+        """Move the passive joints of q in place towards closing the loop (active joints stay).
+        Returns (residual norm, J_A, J_B): on success the norm is below `tolerance` and the body
+        Jacobians are those of the final q; else the Jacobians are None."""
+        passive = self.passive_indices
+        for _ in range(self.max_iterations):
+            residual, J_A, J_B = self._kinematics(q)
+            K_p = (J_A - J_B)[self.closure_components][:, passive]
+            norm = np.linalg.norm(residual)
+            if norm < self.tolerance:
+                error = self._singular_error(K_p, q)
+                if error is not None:
+                    raise error
+                return norm, J_A, J_B
+            try:
+                step = -np.linalg.solve(K_p, residual)
+            except np.linalg.LinAlgError:
+                raise self._singular_error(K_p, q, exactly_singular=True) from None
+            length = np.linalg.norm(step)
+            if length > MAX_NEWTON_STEP:
+                step *= MAX_NEWTON_STEP / length
+            q[passive] += step
+        return norm, None, None
+
+    def complete(self, theta_a, guess=None):
+        """The tree configuration closing the loop with active joints theta_a (eq. 11): Newton on the
+        passive joints from `guess`, or, without a guess, continuation from the reference
+        configuration in steps of at most continuation_step. ValueError when the passive joints are
+        singular or no closing configuration is found."""
+        return self._complete(theta_a, guess).q
+
+    def _complete(self, theta_a, guess):
+        """complete() with the loop kinematics of the result, a _Closure."""
+        theta_a = as_finite_array("theta_a", theta_a, (self.active_indices.size,))
+        if guess is None:
+            q = self.reference_configuration.copy()
+        else:
+            q = as_finite_array("guess", guess, (self.model.nv,)).copy()
+        start = q[self.active_indices].copy()
+        steps = max(1, math.ceil(np.max(np.abs(theta_a - start)) / self.continuation_step))
+        for k in range(1, steps + 1):
+            q[self.active_indices] = start + (theta_a - start) * (k / steps)
+            residual, J_A, J_B = self._newton(q)
+            if J_A is None:
+                raise ValueError(
+                    f"five_bar: no loop-closing configuration found for theta_a = "
+                    f"{np.array2string(theta_a, precision=6)}: Newton stalled at theta_a = "
+                    f"{np.array2string(q[self.active_indices], precision=6)} with residual {residual:.3g} "
+                    f"after {self.max_iterations} iterations (out of the linkage's reach, or too far "
+                    f"from the guess)")
+        return _Closure(self, q, J_A, J_B)
+
+    def _closure(self, q):
+        """Loop kinematics at q, which must close the loop; ValueError where the passive joints are singular."""
+        residual, J_A, J_B = self._kinematics(q)
+        if np.linalg.norm(residual) > CLOSED_TOLERANCE:
+            raise ValueError(f"q does not close the loop (residual {np.linalg.norm(residual):.3g}); "
+                             f"get a closed configuration from complete(theta_a)")
+        error = self._singular_error((J_A - J_B)[self.closure_components][:, self.passive_indices], q)
+        if error is not None:
+            raise error
+        return _Closure(self, q, J_A, J_B)
+
+    # ------------------------------------------------------------------------------------------
+    # velocities and torques (eqs. 12-14)
+
+    def passive_jacobian(self, q):
+        """J_p = -g_p^-1 g_a (eq. 12) at a closed configuration q, (n_passive, n_active)."""
+        q = as_finite_array("q", q, (self.model.nv,))
+        return self._closure(q).J_p
+
+    def _torque_derivative(self, closure, tau_tree, dtau_tree):
+        """Eq. (14): d tau_a / d theta_a = -G_a + g_a^T g_p^-T G_p + [I J_p^T] S_tr, with
+        tau_hat = g_p^-T tau_p, G_a[k, i] = tau_hat^T d(g_a column k)/d theta_a_i, G_p likewise."""
+        dK = closure.dK()
+        tau_hat = np.linalg.solve(closure.K_p.T, tau_tree[self.passive_indices])
+        G_a = np.einsum("r,irk->ki", tau_hat, dK[:, :, self.active_indices])
+        G_p = np.einsum("r,irk->ki", tau_hat, dK[:, :, self.passive_indices])
+        return -G_a - closure.J_p.T @ G_p + closure.E.T @ dtau_tree   # g_a^T g_p^-T = -J_p^T
+
+    def map_torque_derivative(self, q, tau_tree, dtau_tree):
+        """d tau_a / d theta_a (eq. 14) at a closed configuration q, given the tree torques and their
+        total derivative dtau_tree = d tau_tree / d theta_a (nv, n_active) along the closed chain."""
+        nv, na = self.model.nv, self.active_indices.size
+        q = as_finite_array("q", q, (nv,))
+        tau_tree = as_finite_array("tau_tree", tau_tree, (nv,))
+        dtau_tree = as_finite_array("dtau_tree", dtau_tree, (nv, na))
+        return self._torque_derivative(self._closure(q), tau_tree, dtau_tree)
+
+    # ------------------------------------------------------------------------------------------
+    # dynamics
+
+    def _check_model(self, model):
+        if model is not self.model and (not isinstance(model, Model)
+                                        or model.joint_names != self.model.joint_names):
+            raise ValueError("model must be the equivalent tree this mapping was built on")
+
+    def _state(self, theta_a, dtheta_a, ddtheta_a, guess):
+        """(closure, v, a): the tree velocities and accelerations of the closed chain."""
+        na = self.active_indices.size
+        dtheta_a = as_finite_array("dtheta_a", dtheta_a, (na,))
+        ddtheta_a = as_finite_array("ddtheta_a", ddtheta_a, (na,))
+        closure = self._complete(theta_a, guess)
+        v = closure.E @ dtheta_a
+        a = np.zeros(self.model.nv)
+        a[self.active_indices] = ddtheta_a
+        # K a + h = 0: g_p a_p = -(g_a ddtheta_a + h)
+        a[self.passive_indices] = -np.linalg.solve(closure.K_p, closure.K_a @ ddtheta_a + closure.bias(v))
+        return closure, v, a
+
+    def tree_state(self, theta_a, dtheta_a, ddtheta_a, guess=None):
+        """(q, v, a) of the equivalent tree moving with the closed chain."""
+        closure, v, a = self._state(theta_a, dtheta_a, ddtheta_a, guess)
+        return closure.q, v, a
+
+    def inverse_dynamics(self, model, data, theta_a, dtheta_a, ddtheta_a, guess=None):
+        """Actuator torques of the closed chain: passive velocities and accelerations from the loop
+        closure, tree inverse dynamics (RNEA), then eq. (13). `guess` as in complete()."""
+        self._check_model(model)
+        closure, v, a = self._state(theta_a, dtheta_a, ddtheta_a, guess)
+        return closure.E.T @ rnea(model, data, closure.q, v, a)
+
+    def forward_dynamics(self, model, data, theta_a, dtheta_a, tau_a, guess=None):
+        """ddtheta_a = M_a^-1 (tau_a - bias) with M_a = E^T M E and the bias the mapped inverse
+        dynamics at zero actuator acceleration."""
+        self._check_model(model)
+        tau_a = as_finite_array("tau_a", tau_a, (self.active_indices.size,))
+        closure, v, a = self._state(theta_a, dtheta_a, np.zeros(self.active_indices.size), guess)
+        E = closure.E
+        bias = E.T @ rnea(model, data, closure.q, v, a)
+        M_a = E.T @ crba(model, data, closure.q) @ E
+        return np.linalg.solve(M_a, tau_a - bias)
+
+    def inverse_dynamics_derivatives(self, model, data, theta_a, dtheta_a, ddtheta_a, guess=None):
+        """(d tau_a / d theta_a, d tau_a / d dtheta_a, M_a), each (n_active, n_active), of
+        inverse_dynamics, by the chain rule through the loop closure and eq. (14)."""
+        self._check_model(model)
+        closure, v, a = self._state(theta_a, dtheta_a, ddtheta_a, guess)
+        q, E, K_p, passive = closure.q, closure.E, closure.K_p, self.passive_indices
+        tau = rnea(model, data, q, v, a).copy()
+        dtau_dq, dtau_dv, M = (x.copy() for x in rnea_derivatives(model, data, q, v, a))
+        dK = closure.dK()
+        dh_dq, dh_dv = closure.bias_derivatives(v)
+        na = self.active_indices.size
+        # theta_a -> v = E(q) dtheta_a: K v = 0 gives g_p dv_p = -dK v
+        dv = np.zeros((q.size, na))
+        dv[passive] = -np.linalg.solve(K_p, np.einsum("irj,j->ri", dK, v))
+        # theta_a -> a: K a + h(q, v) = 0 gives g_p da_p = -(dK a + dh/dq E + dh/dv dv)
+        da = np.zeros((q.size, na))
+        da[passive] = -np.linalg.solve(K_p, np.einsum("irj,j->ri", dK, a) + dh_dq @ E + dh_dv @ dv)
+        dtau_tree = dtau_dq @ E + dtau_dv @ dv + M @ da
+        dtau_dtheta = self._torque_derivative(closure, tau, dtau_tree)
+        # dtheta_a -> v = E dtheta_a, a_p = -g_p^-1 (g_a ddtheta_a + h(q, v))
+        da_v = np.zeros((q.size, na))
+        da_v[passive] = -np.linalg.solve(K_p, dh_dv @ E)
+        dtau_ddtheta = E.T @ (dtau_dv @ E + M @ da_v)
+        return dtau_dtheta, dtau_ddtheta, E.T @ M @ E

@@ -1,0 +1,1 @@
+"""Test plugin package for dyn_control's closed-chain mappings (see setup.py)."""
