@@ -230,10 +230,10 @@ def test_inverse_dynamics_derivatives_against_differences(mapping, model):
 
         dtau_dtheta, dtau_ddtheta, M_a = mapping.inverse_dynamics_derivatives(model, data, theta_a, dtheta_a,
                                                                               ddtheta_a)
-        np.testing.assert_allclose(dtau_dtheta, central_difference(lambda x: tau(x, dtheta_a, ddtheta_a), theta_a),
-                                   atol=1e-7)
-        np.testing.assert_allclose(dtau_ddtheta, central_difference(lambda x: tau(theta_a, x, ddtheta_a), dtheta_a),
-                                   atol=1e-7)
+        np.testing.assert_allclose(
+            dtau_dtheta, central_difference(lambda x: tau(x, dtheta_a, ddtheta_a), theta_a), atol=1e-7)
+        np.testing.assert_allclose(
+            dtau_ddtheta, central_difference(lambda x: tau(theta_a, x, ddtheta_a), dtheta_a), atol=1e-7)
         np.testing.assert_allclose(M_a, central_difference(lambda x: tau(theta_a, dtheta_a, x), ddtheta_a),
                                    atol=1e-8)
         np.testing.assert_allclose(M_a, M_a.T, atol=1e-15)
@@ -397,7 +397,8 @@ def test_computed_torque_tracking_in_simulation(mapping, model, pin):
         v[PASSIVE] = mapping.passive_jacobian(q) @ dtheta_a
         return pinocchio.computeKineticEnergy(pm, pd, q, v) + pinocchio.computePotentialEnergy(pm, pd, q)
 
-    work = np.cumsum(np.sum(run.tau_a[:-1] * np.diff(run.theta_a, axis=0), axis=1))  # torques held over a step
+    # the torque is held over each step, so its work there is tau_a . delta theta_a
+    work = np.cumsum(np.sum(run.tau_a[:-1] * np.diff(run.theta_a, axis=0), axis=1))
     gained = np.array([energy(q, dq) for q, dq in zip(run.q, run.dtheta_a)])
     gained = gained[1:] - gained[0]
     assert np.abs(gained).max() > 0.02

@@ -136,7 +136,8 @@ def simulate_closed_chain(mapping, model, reference, duration, dt, kp, kd, theta
     """Computed-torque control of a closed chain, integrated in reduced coordinates (theta_a).
 
     reference(t) -> (theta_d, dtheta_d, ddtheta_d). Each control step of length dt applies
-        tau_a = inverse_dynamics(theta_a, dtheta_a, ddtheta_d + kd (dtheta_d - dtheta_a) + kp (theta_d - theta_a))
+        tau_a = inverse_dynamics(theta_a, dtheta_a, a_cmd),
+        a_cmd = ddtheta_d + kd (dtheta_d - dtheta_a) + kp (theta_d - theta_a),
     held constant while a classical Runge-Kutta step integrates the plant
     ddtheta_a = forward_dynamics(theta_a, dtheta_a, tau_a), i.e. M_a^-1 (tau_a - mapped bias).
     The tree configuration closing the loop is recomputed at every evaluation (warm-started from the

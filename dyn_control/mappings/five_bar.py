@@ -273,7 +273,8 @@ class FiveBarMapping(ClosedChainMapping):
         return _Closure(self, q, J_A, J_B)
 
     def _closure(self, q):
-        """Loop kinematics at q, which must close the loop; ValueError where the passive joints are singular."""
+        """Loop kinematics at q, which must close the loop; ValueError where the passive joints are
+        singular."""
         residual, J_A, J_B = self._kinematics(q)
         if np.linalg.norm(residual) > CLOSED_TOLERANCE:
             raise ValueError(f"q does not close the loop (residual {np.linalg.norm(residual):.3g}); "
