@@ -310,7 +310,7 @@ def exp_se3(screw):
 def log_se3(T):
     """The screw [w; v] (angular-first) with exp_se3([w; v]) = T, for rotation angles below pi."""
     R = T[:3, :3]
-    p = T[:3, 3]
+    p = T[:3, 3].copy()  # contiguous for the matrix products below
     cos_angle = min(1.0, max(-1.0, 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)))
     angle = np.arccos(cos_angle)
     w_hat = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
