@@ -13,6 +13,7 @@ from .mappings import load_mapping
 from .model import PARAMETER_NAMES, Data, Model
 from .model_derivatives import inertia_from_link_meshes, twist_derivatives
 from .robots import bundled_urdf
+from .second_order import aba_second_derivatives, rnea_second_derivatives
 from .urdf import URDFError, load_urdf
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "mesh_inertia",
     "mesh_inertia_derivatives", "nonlinear_effects", "regressor", "rnea", "rnea_derivatives",
     "inertia_from_link_meshes", "twist_derivatives", "load_mapping",
+    "aba_second_derivatives", "rnea_second_derivatives",
 ]

@@ -291,4 +291,4 @@ class Data:
         self.d2tau_dq2, self.d2tau_dv2, self.d2tau_dqdv, self.dM_dq = second
         # the same four for forward dynamics (aba_second_derivatives), the fourth being d Minv_ij / dq_k
         self.d2ddq_dq2, self.d2ddq_dv2, self.d2ddq_dqdv, self.dMinv_dq = np.zeros((4, nv, nv, nv))
-        self.so_cube = np.zeros((2, nv, nv, nv))  # scratch for aba_second_derivatives
+        self.so_cube = np.zeros((3, nv, nv, nv))  # scratch for aba_second_derivatives
