@@ -5,7 +5,7 @@
     data = model.create_data()
     tau = dc.rnea(model, data, q, v, a)
 """
-from .derivatives import regressor, rnea_derivatives
+from .derivatives import aba_derivatives, minverse, regressor, rnea_derivatives
 from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
                        nonlinear_effects, rnea)
 from .inertia import mesh_inertia, mesh_inertia_derivatives
@@ -17,9 +17,11 @@ from .second_order import aba_second_derivatives, rnea_second_derivatives
 from .urdf import URDFError, load_urdf
 
 __all__ = [
-    "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "bundled_urdf", "coriolis_matrix", "crba",
+    "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "aba_derivatives", "bundled_urdf",
+    "coriolis_matrix", "crba",
     "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "mesh_inertia",
-    "mesh_inertia_derivatives", "nonlinear_effects", "regressor", "rnea", "rnea_derivatives",
+    "mesh_inertia_derivatives", "minverse", "nonlinear_effects", "regressor", "rnea",
+    "rnea_derivatives",
     "inertia_from_link_meshes", "twist_derivatives", "load_mapping",
     "aba_second_derivatives", "rnea_second_derivatives",
 ]

@@ -1,4 +1,4 @@
-"""Public API of the first-order derivatives of the dynamics and of the joint torque regressor.
+"""Public API of the first-order derivatives of the dynamics, M^-1 and the joint torque regressor.
 
 Same pattern as dynamics.py: shapes are checked here, the kernels screen finiteness and refuse
 non-finite input, results are Data buffers (copy to keep). Models with coupled mimic joints go
@@ -6,9 +6,15 @@ through the tree kernels and the coupling matrix G (q_tree = G q + offset, tau =
 """
 import numpy as np
 
-from .dynamics import _coupled, as_vector, check_model_data, external_forces, non_finite_error
+from .dynamics import (_coupled, aba, as_vector, check_model_data, crba, external_forces,
+                       non_finite_error)
+from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
 from .kernels import rnea_derivatives as _rnea_derivatives
+
+
+def _all_finite(*arrays):
+    return all(np.all(np.isfinite(x)) for x in arrays)
 
 
 def _regressor_tree(model, data, q, v, a, Y):
@@ -30,26 +36,25 @@ def regressor(model, data, q, v, a):
     a = as_vector("a", a, nv)
     if model.coupling is None:
         return _regressor_tree(model, data, q, v, a, data.Y)
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
+    if not _all_finite(q, v, a):
         raise non_finite_error(q=q, v=v, a=a)
     q_t, v_t, a_t = _coupled(model, data, q, v, a)
     data.Y[:, :] = model.coupling.T @ _regressor_tree(model, data, q_t, v_t, a_t, data.Y_tree)
     return data.Y
 
 
-def _rnea_derivatives_tree(model, data, q, v, a, f_ext, dtau_dq, dtau_dv, M):
+def _rnea_derivatives_tree(model, data, q, v, a, f_ext):
     if not _rnea_derivatives.rnea_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
-            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.oS, data.oV, data.oA_gf,
-            data.ophi_c, data.oL_c, data.oB_sym, data.oF_c, data.oAlpha, data.oBeta, data.tmp6,
-            dtau_dq, dtau_dv, M):
+            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.ophi_c, data.deriv_vectors,
+            data.tmp6, data.derivatives_tree):
         raise non_finite_error(q=q, v=v, a=a)
 
 
 def rnea_derivatives(model, data, q, v, a, f_ext=None):
     """First-order derivatives of tau = rnea(q, v, a, f_ext): (dtau_dq, dtau_dv, M) -> data.dtau_dq,
-    data.dtau_dv, data.M, each (nv, nv); M = d tau / d a. f_ext: None or (nbodies, 6), each body's
-    spatial force [n; f] in its own frame (constant in that frame)."""
+    data.dtau_dv, data.dtau_da, each (nv, nv); M = d tau / d a. f_ext: None or (nbodies, 6), each
+    body's spatial force [n; f] in its own frame (constant in that frame)."""
     check_model_data(model, data)
     nv = model.nv
     q = as_vector("q", q, nv)
@@ -58,14 +63,70 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     f_ext = external_forces(model, data, f_ext)
     G = model.coupling
     if G is None:
-        _rnea_derivatives_tree(model, data, q, v, a, f_ext, data.dtau_dq, data.dtau_dv, data.M)
-        return data.dtau_dq, data.dtau_dv, data.M
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
+        _rnea_derivatives_tree(model, data, q, v, a, f_ext)
+        return data.dtau_dq, data.dtau_dv, data.dtau_da
+    if not _all_finite(q, v, a):
         raise non_finite_error(q=q, v=v, a=a)
-    q_t, v_t, a_t = _coupled(model, data, q, v, a)
-    _rnea_derivatives_tree(model, data, q_t, v_t, a_t, f_ext, data.dtau_dq_tree, data.dtau_dv_tree,
-                           data.M_tree)
-    data.dtau_dq[:, :] = G.T @ data.dtau_dq_tree @ G
-    data.dtau_dv[:, :] = G.T @ data.dtau_dv_tree @ G
-    data.M[:, :] = G.T @ data.M_tree @ G
-    return data.dtau_dq, data.dtau_dv, data.M
+    _rnea_derivatives_tree(model, data, *_coupled(model, data, q, v, a), f_ext)
+    for out, tree in zip((data.dtau_dq, data.dtau_dv, data.dtau_da), data.derivatives_tree):
+        out[:, :] = G.T @ tree @ G
+    return data.dtau_dq, data.dtau_dv, data.dtau_da
+
+
+def _singular_error(model, joint_index):
+    return ValueError(f"M(q) is singular: joint {model.joint_names[joint_index]!r} moves bodies "
+                      "without inertia about its axis")
+
+
+def _inverse_of(model, M):
+    try:
+        return np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"M(q) of robot {model.name!r} is singular") from None
+
+
+def minverse(model, data, q):
+    """M(q)^-1 (nv, nv), full symmetric, by the articulated-body algorithm in O(n^2) -> data.Minv."""
+    check_model_data(model, data)
+    q = as_vector("q", q, model.nv)
+    if model.coupling is not None:
+        data.Minv[:, :] = _inverse_of(model, crba(model, data, q))
+        return data.Minv
+    status = _minverse.minverse(model._parents, model._screw_axes, model._home_R, model._home_p,
+                                model._phi, q, data.R, data.p, data.oR, data.op, data.ophi_c,
+                                data.deriv_vectors, data.Minv_IA, data.Minv_F, data.subtree_end,
+                                data.Minv_Dinv, data.Minv)
+    if status != _minverse.OK:
+        if status == _minverse.NON_FINITE:
+            raise non_finite_error(q=q)
+        raise _singular_error(model, status)
+    return data.Minv
+
+
+def aba_derivatives(model, data, q, v, tau, f_ext=None):
+    """First-order derivatives of a = aba(q, v, tau, f_ext): (da_dq, da_dv, Minv) -> data.ddq_dq,
+    data.ddq_dv, data.Minv, each (nv, nv); Minv = d a / d tau. data.ddq receives a itself, and
+    data.dtau_dq, data.dtau_dv the inverse-dynamics derivatives at that a."""
+    check_model_data(model, data)
+    nv = model.nv
+    q = as_vector("q", q, nv)
+    v = as_vector("v", v, nv)
+    tau = as_vector("tau", tau, nv)
+    f_ext = external_forces(model, data, f_ext)
+    if model.coupling is not None:
+        ddq = aba(model, data, q, v, tau, f_ext)
+        dtau_dq, dtau_dv, M = rnea_derivatives(model, data, q, v, ddq, f_ext)
+        data.Minv[:, :] = _inverse_of(model, M)
+        data.ddq_dq[:, :] = -data.Minv @ dtau_dq
+        data.ddq_dv[:, :] = -data.Minv @ dtau_dv
+        return data.ddq_dq, data.ddq_dv, data.Minv
+    status = _minverse.aba_derivatives(
+        model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, tau,
+        model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.ophi_c, data.deriv_vectors,
+        data.tmp6, data.Minv_IA, data.Minv_F, data.subtree_end, data.deriv_joint, data.ddq,
+        data.derivatives_tree)
+    if status != _minverse.OK:
+        if status == _minverse.NON_FINITE:
+            raise non_finite_error(q=q, v=v, tau=tau)
+        raise _singular_error(model, status)
+    return data.ddq_dq, data.ddq_dv, data.Minv

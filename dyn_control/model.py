@@ -248,27 +248,29 @@ class Data:
         # first-order derivatives, regressor, Minv (dyn_control/derivatives.py)
         self.Y = np.zeros((nv, 10 * nb))       # joint torque regressor: tau = Y phi
         self.Y_tree = np.zeros((nb, 10 * nb))
-        self.dtau_dq = np.zeros((nv, nv))      # d tau / d q (rnea_derivatives)
-        self.dtau_dv = np.zeros((nv, nv))      # d tau / d v
-        self.dtau_dq_tree = np.zeros((nb, nb))
-        self.dtau_dv_tree = np.zeros((nb, nb))
-        self.Minv = np.zeros((nv, nv))         # M(q)^-1 (minverse, aba_derivatives)
-        self.ddq_dq = np.zeros((nv, nv))       # d ddq / d q (aba_derivatives)
-        self.ddq_dv = np.zeros((nv, nv))       # d ddq / d v
-        self.oA_gf = np.zeros((nb, 6))         # body spatial acceleration, gravity included, root frame
+        # kernels take stacks (Numba's call overhead grows with the number of arguments); the names
+        # are views of them. Per body, root frame (order fixed by kernels/rnea_derivatives.py):
+        self.deriv_vectors = np.zeros((9, nb, 6))
+        (self.deriv_oS,                        # joint screw
+         self.deriv_oV,                        # twist
+         self.oA_gf,                           # spatial acceleration, gravity included
+         self.oL_c,                            # momentum of the subtree
+         self.oB_sym,                          # symmetric block of d force / d twist, subtree
+         self.oF_c,                            # force transmitted by the joint
+         self.oAlpha,                          # s_i x a_parent - oBeta_i x v_parent
+         self.oBeta,                           # s_i x v_parent
+         self.Minv_U) = self.deriv_vectors     # IA_i s_i (minverse)
         self.ophi_c = np.zeros((nb, 10))       # composite inertial parameters, root frame
-        self.oL_c = np.zeros((nb, 6))          # composite momentum, root frame
-        self.oB_sym = np.zeros((nb, 6))        # symmetric block of the composite d force / d twist
-        self.oF_c = np.zeros((nb, 6))          # force transmitted by joint i, root frame
-        self.oAlpha = np.zeros((nb, 6))        # s_i x a_parent - oBeta_i x v_parent
-        self.oBeta = np.zeros((nb, 6))         # s_i x v_parent
         self.Minv_IA = np.zeros((nb, 6, 6))    # articulated-body inertia, root frame
-        self.Minv_U = np.zeros((nb, 6))        # IA_i S_i
-        self.Minv_Dinv = np.zeros(nb)          # 1 / (S_i^T IA_i S_i)
-        self.Minv_F = np.zeros((nb, 6, nb))    # bias forces, then accelerations, per unit torque
+        self.Minv_F = np.zeros((nb, nb, 6))    # [i, k]: bias force, then acceleration, of body i
+        #                                        for a unit torque at joint k
         self.subtree_end = np.zeros(nb, dtype=np.int64)  # last body of each subtree (depth-first)
-        self.tau_bias = np.zeros(nb)           # C(q, v) v + g(q) - J^T f_ext of the tree
-        self.zeros_nb = np.zeros(nb)           # stands in for a = 0
+        self.deriv_joint = np.zeros((2, nb))
+        self.Minv_Dinv, self.zeros_nb = self.deriv_joint  # 1 / (s^T IA s); zeros standing in for a = 0
+        # outputs of the tree: dtau_dq, dtau_dv, M = dtau_da, Minv, ddq_dq, ddq_dv
+        self.derivatives_tree = np.zeros((6, nb, nb))
+        first = self.derivatives_tree if model.coupling is None else np.zeros((6, nv, nv))
+        self.dtau_dq, self.dtau_dv, self.dtau_da, self.Minv, self.ddq_dq, self.ddq_dv = first
         # joint-twist derivatives (kernels/twist_derivatives.py, model_derivatives.py), root frame
         self.dtau_deta = np.zeros((nv, 6 * nb))  # d tau / d eta: 6 columns per joint, angular first
         self.dtau_deta_tree = self.dtau_deta if model.coupling is None else np.zeros((nb, 6 * nb))

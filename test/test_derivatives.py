@@ -142,3 +142,107 @@ def test_rnea_derivatives_bad_input():
     bad_f[1, 1] = np.nan
     with pytest.raises(ValueError, match="f_ext.*non-finite"):
         dc.rnea_derivatives(model, data, q, v, a, bad_f)
+    with pytest.raises(ValueError, match="model"):
+        dc.rnea_derivatives("panda", data, q, v, a)
+    with pytest.raises(ValueError, match="data"):
+        dc.rnea_derivatives(model, robot("tiago").data, q, v, a)
+
+
+# ----------------------------------------------------------------------------------------------
+# minverse, aba_derivatives
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_minverse_matches_pinocchio(name):
+    r = robot(name)
+    for q, *_ in r.states:
+        Minv = dc.minverse(r.model, r.data, q)
+        pin.computeMinverse(r.pin_model, r.pin_data, pin_q(r.pin_model, q))
+        assert_close(Minv, symmetric_from_upper(r.pin_data.Minv), "Minv")
+        # and it is the inverse of our own crba
+        M = dc.crba(r.model, r.data, q)
+        assert_close(Minv @ M, np.eye(r.model.nv), "Minv M", 1e-8)
+
+
+@pytest.mark.parametrize("with_forces", [False, True], ids=["no_fext", "fext"])
+@pytest.mark.parametrize("name", ROBOTS)
+def test_aba_derivatives_match_pinocchio(name, with_forces):
+    r = robot(name)
+    for q, v, _, tau, f_ext in r.states:
+        args = (r.pin_model, r.pin_data, pin_q(r.pin_model, q), v, tau)
+        if with_forces:
+            da_dq, da_dv, Minv = dc.aba_derivatives(r.model, r.data, q, v, tau, f_ext)
+            pin.computeABADerivatives(*args, r.pin_forces(f_ext))
+        else:
+            da_dq, da_dv, Minv = dc.aba_derivatives(r.model, r.data, q, v, tau)
+            pin.computeABADerivatives(*args)
+        assert_close(da_dq, r.pin_data.ddq_dq, "ddq_dq")
+        assert_close(da_dv, r.pin_data.ddq_dv, "ddq_dv")
+        assert_close(Minv, symmetric_from_upper(r.pin_data.Minv), "Minv")
+        assert_close(r.data.ddq, r.pin_data.ddq, "ddq")
+
+
+@pytest.mark.parametrize("name", ROBOTS[:4])
+def test_aba_derivatives_match_central_differences(name):
+    r = robot(name)
+    model, data = r.model, r.data
+    q, v, _, tau, f_ext = r.states[0]
+
+    def acc(q_, v_, tau_):
+        return dc.aba(model, data, q_, v_, tau_, f_ext).copy()
+
+    # M(q) of these robots is ill-conditioned (light fingers, |a| up to 1e4 or more): the round-off
+    # of aba itself over the step dominates at the usual 1e-6. Larger steps: 1e-5 in q, and 1e-3 in
+    # v and tau, in which a is quadratic and linear (central differences are exact there)
+    da_dq, da_dv, Minv = (x.copy() for x in dc.aba_derivatives(model, data, q, v, tau, f_ext))
+    assert_close(da_dq, central_difference(lambda x: acc(x, v, tau), q, 1e-5), "ddq_dq", 1e-7)
+    assert_close(da_dv, central_difference(lambda x: acc(q, x, tau), v, 1e-3), "ddq_dv", 1e-7)
+    assert_close(Minv, central_difference(lambda x: acc(q, v, x), tau, 1e-3), "ddq_dtau", 1e-7)
+
+
+def test_aba_derivatives_and_minverse_with_mimic_coupling():
+    model = dc.load_urdf(robot_urdf("panda"), mimic=True)
+    data = model.create_data()
+    q, v, _ = random_state(model, np.random.default_rng(6))
+    tau = np.random.default_rng(7).normal(size=model.nv)
+
+    def acc(q_, v_):
+        return dc.aba(model, data, q_, v_, tau).copy()
+
+    da_dq, da_dv, Minv = (x.copy() for x in dc.aba_derivatives(model, data, q, v, tau))
+    assert_close(da_dq, central_difference(lambda x: acc(x, v), q, 1e-5), "coupled ddq_dq", 1e-7)
+    assert_close(da_dv, central_difference(lambda x: acc(q, x), v, 1e-3), "coupled ddq_dv", 1e-7)
+    assert_close(Minv, np.linalg.inv(dc.crba(model, data, q)), "coupled Minv")
+    assert_close(dc.minverse(model, data, q), Minv, "coupled minverse")
+
+
+def test_minverse_and_aba_derivatives_bad_input():
+    r = robot("panda")
+    model, data = r.model, r.data
+    q, v, _, tau, _ = r.states[0]
+    with pytest.raises(ValueError, match=r"\bq\b.*shape"):
+        dc.minverse(model, data, q[:2])
+    bad = q.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match=r"non-finite.*\bq at indices \[3\]"):
+        dc.minverse(model, data, bad)
+    with pytest.raises(ValueError, match=r"\btau\b.*shape"):
+        dc.aba_derivatives(model, data, q, v, tau[:-1])
+    bad_tau = tau.copy()
+    bad_tau[1] = -np.inf
+    with pytest.raises(ValueError, match=r"non-finite.*\btau at indices \[1\]"):
+        dc.aba_derivatives(model, data, q, v, bad_tau)
+
+
+def test_singular_mass_matrix_names_the_joint():
+    # a massless leaf: the joint carries no inertia about its axis, M(q) is singular
+    model = robot("ur5_robot").model
+    phi = model.phi.copy()
+    phi[-1] = 0.0
+    massless = model.with_inertial_parameters(phi)
+    data = massless.create_data()
+    q = np.zeros(model.nv)
+    for call in (lambda: dc.minverse(massless, data, q),
+                 lambda: dc.aba_derivatives(massless, data, q, q, q)):
+        with pytest.raises(ValueError, match=f"singular.*{model.joint_names[-1]}"):
+            call()

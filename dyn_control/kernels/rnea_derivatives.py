@@ -171,32 +171,44 @@ def derivative_matrices(parents, base_accel, oS, oV, oA, ophi_c, oL_c, oB_sym, o
         inertia_times(ophi_c[i], oBeta[i], tmp)
         for k in range(6):
             e[k] -= 2.0 * tmp[k]
+        # the pairs (i, k), k supporting i (k == i included); scalars stay in registers
+        u0, u1, u2, u3, u4, u5 = u[0], u[1], u[2], u[3], u[4], u[5]
+        g0, g1, g2, g3, g4, g5 = g[0], g[1], g[2], g[3], g[4], g[5]
+        e0, e1, e2, e3, e4, e5 = e[0], e[1], e[2], e[3], e[4], e[5]
         k = i
         while k >= 0:
-            # k supports i (k == i included)
             sk = oS[k]
-            beta = oBeta[k]
-            dtau_dq[i, k] = -(dot6(u, oAlpha[k]) + w0 * beta[0] + w1 * beta[1] + w2 * beta[2])
-            dtau_dv[i, k] = w0 * sk[0] + w1 * sk[1] + w2 * sk[2] - 2.0 * dot6(u, beta)
-            M[i, k] = dot6(u, sk)
+            al = oAlpha[k]
+            be = oBeta[k]
+            s0, s1, s2, s3, s4, s5 = sk[0], sk[1], sk[2], sk[3], sk[4], sk[5]
+            b0, b1, b2, b3, b4, b5 = be[0], be[1], be[2], be[3], be[4], be[5]
+            dtau_dq[i, k] = -(u0 * al[0] + u1 * al[1] + u2 * al[2] + u3 * al[3] + u4 * al[4]
+                              + u5 * al[5] + w0 * b0 + w1 * b1 + w2 * b2)
+            dtau_dv[i, k] = (w0 * s0 + w1 * s1 + w2 * s2
+                             - 2.0 * (u0 * b0 + u1 * b1 + u2 * b2 + u3 * b3 + u4 * b4 + u5 * b5))
+            M_ik = u0 * s0 + u1 * s1 + u2 * s2 + u3 * s3 + u4 * s4 + u5 * s5
+            M[i, k] = M_ik
             if k != i:
-                dtau_dq[k, i] = dot6(sk, g)
-                dtau_dv[k, i] = dot6(sk, e)
-                M[k, i] = M[i, k]
+                dtau_dq[k, i] = g0 * s0 + g1 * s1 + g2 * s2 + g3 * s3 + g4 * s4 + g5 * s5
+                dtau_dv[k, i] = e0 * s0 + e1 * s1 + e2 * s2 + e3 * s3 + e4 * s4 + e5 * s5
+                M[k, i] = M_ik
             k = parents[k]
 
 
 @njit(cache=True)
 def rnea_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R, p, oR,
-                     op, oS, oV, oA, ophi_c, oL_c, oB_sym, oF_c, oAlpha, oBeta, tmp6, dtau_dq, dtau_dv,
-                     M):
-    """d tau / d q, d tau / d v and M(q) = d tau / d a of tau = rnea(q, v, a, f_ext).
-    Returns False, computing nothing, when q, v or a is not finite."""
+                     op, ophi_c, vectors, tmp6, out):
+    """out[0], out[1], out[2] = d tau / d q, d tau / d v and M(q) = d tau / d a of
+    tau = rnea(q, v, a, f_ext). vectors: (>= 8, nb, 6) root-frame workspace, in the order
+    s, v, a, l_c, Bsym_c, F, alpha, beta. Returns False, computing nothing, when q, v or a is not
+    finite."""
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
+    oS, oV, oA, oL_c = vectors[0], vectors[1], vectors[2], vectors[3]
+    oB_sym, oF_c, oAlpha, oBeta = vectors[4], vectors[5], vectors[6], vectors[7]
     world_kinematics(parents, screw_axes, home_R, home_p, q, v, R, p, oR, op, oS, oV)
     world_forces(parents, phi, oR, op, oS, oV, v, a, base_accel, f_ext, oA, ophi_c, oL_c, oB_sym,
                  oF_c, tmp6)
     derivative_matrices(parents, base_accel, oS, oV, oA, ophi_c, oL_c, oB_sym, oF_c, oAlpha, oBeta,
-                        tmp6, dtau_dq, dtau_dv, M)
+                        tmp6, out[0], out[1], out[2])
     return True
