@@ -5,7 +5,8 @@
     data = model.create_data()
     tau = dc.rnea(model, data, q, v, a)
 """
-from .derivatives import aba_derivatives, minverse, regressor, rnea_derivatives
+from .derivatives import (aba_derivatives, minverse, regressor, regressor_batch, rnea_batch,
+                          rnea_derivatives, rnea_derivatives_batch)
 from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
                        nonlinear_effects, rnea)
 from .inertia import mesh_inertia, mesh_inertia_derivatives
@@ -20,8 +21,8 @@ __all__ = [
     "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "aba_derivatives", "bundled_urdf",
     "coriolis_matrix", "crba",
     "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "mesh_inertia",
-    "mesh_inertia_derivatives", "minverse", "nonlinear_effects", "regressor", "rnea",
-    "rnea_derivatives",
+    "mesh_inertia_derivatives", "minverse", "nonlinear_effects", "regressor", "regressor_batch", "rnea",
+    "rnea_batch", "rnea_derivatives", "rnea_derivatives_batch",
     "inertia_from_link_meshes", "twist_derivatives", "load_mapping",
     "aba_second_derivatives", "rnea_second_derivatives",
 ]

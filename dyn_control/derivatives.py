@@ -6,11 +6,13 @@ through the tree kernels and the coupling matrix G (q_tree = G q + offset, tau =
 """
 import numpy as np
 
-from .dynamics import (_coupled, aba, as_vector, check_model_data, crba, external_forces,
+from .dynamics import (_coupled, _real_array, aba, as_vector, check_model_data, crba, external_forces,
                        non_finite_error)
+from .kernels import batch as _batch
 from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
 from .kernels import rnea_derivatives as _rnea_derivatives
+from .model import Model
 
 
 def _all_finite(*arrays):
@@ -130,3 +132,75 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
             raise non_finite_error(q=q, v=v, tau=tau)
         raise _singular_error(model, status)
     return data.ddq_dq, data.ddq_dv, data.Minv
+
+
+# ----------------------------------------------------------------------------------------------
+# Batches: rows of (T, nv) arrays, evaluated in parallel (kernels/batch.py); new output arrays.
+
+
+def _batch_inputs(model, **arrays):
+    """The arrays as contiguous float64 (T, nv) with one T, plus their tree coordinates (q_tree =
+    q G^T + offset, v_tree = v G^T, ... for mimic coupling)."""
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
+    nv = model.nv
+    out = []
+    for name, x in arrays.items():
+        x = _real_array(name, x, f"a (T, {nv}) array of real numbers")
+        T = out[0].shape[0] if out else (x.shape[0] if x.ndim == 2 else "T")
+        if x.shape != (T, nv):
+            raise ValueError(f"{name} must have shape ({T}, {nv}), got {x.shape}")
+        out.append(x)
+    if model.coupling is None:
+        return out, out
+    G = model.coupling
+    tree = [out[0] @ G.T + model.coupling_offset] + [x @ G.T for x in out[1:]]
+    return out, tree
+
+
+def _check_batch(ok, **arrays):
+    if not ok.all():
+        bad = np.flatnonzero(~ok)
+        names = [n for n, x in arrays.items() if not np.all(np.isfinite(x[bad]))]
+        raise ValueError(f"non-finite input (NaN or inf) in {', '.join(names)} at samples {bad.tolist()}")
+
+
+def rnea_batch(model, q, v, a):
+    """tau (T, nv): rnea of every row of q, v, a (each (T, nv)), samples in parallel."""
+    (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
+    T = q.shape[0]
+    tau = np.empty((T, model.nbodies))
+    ok = np.empty(T, dtype=np.bool_)
+    _batch.rnea_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
+                      model._base_accel, q_t, v_t, a_t, tau, ok)
+    _check_batch(ok, q=q, v=v, a=a)
+    return tau if model.coupling is None else tau @ model.coupling
+
+
+def rnea_derivatives_batch(model, q, v, a):
+    """(dtau_dq, dtau_dv, M), each (T, nv, nv): rnea_derivatives of every row of q, v, a (each
+    (T, nv)), samples in parallel. The three are views of one (T, 3, nv, nv) array."""
+    (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
+    T, nb = q.shape[0], model.nbodies
+    out = np.empty((T, 3, nb, nb))
+    ok = np.empty(T, dtype=np.bool_)
+    _batch.rnea_derivatives_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
+                                  model._phi, model._base_accel, q_t, v_t, a_t, out, ok)
+    _check_batch(ok, q=q, v=v, a=a)
+    if model.coupling is not None:
+        G = model.coupling
+        out = G.T @ out @ G
+    return out[:, 0], out[:, 1], out[:, 2]
+
+
+def regressor_batch(model, q, v, a):
+    """Y (T, nv, 10 * nbodies): the joint torque regressor of every row of q, v, a (each (T, nv)),
+    samples in parallel."""
+    (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
+    T, nb = q.shape[0], model.nbodies
+    Y = np.empty((T, nb, 10 * nb))
+    ok = np.empty(T, dtype=np.bool_)
+    _batch.regressor_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
+                           model._base_accel, q_t, v_t, a_t, Y, ok)
+    _check_batch(ok, q=q, v=v, a=a)
+    return Y if model.coupling is None else model.coupling.T @ Y

@@ -246,3 +246,59 @@ def test_singular_mass_matrix_names_the_joint():
                  lambda: dc.aba_derivatives(massless, data, q, q, q)):
         with pytest.raises(ValueError, match=f"singular.*{model.joint_names[-1]}"):
             call()
+
+
+# ----------------------------------------------------------------------------------------------
+# batches: every row as the single call gives it (and Pinocchio for tau)
+
+
+def batch_states(model, T, seed):
+    rng = np.random.default_rng(seed)
+    return (np.array(x) for x in zip(*(random_state(model, rng) for _ in range(T))))
+
+
+@pytest.mark.parametrize("name, mimic", [("panda", False), ("tiago", False), ("panda", True)])
+def test_batches_equal_single_calls(name, mimic):
+    model = dc.load_urdf(robot_urdf(name), mimic=mimic)
+    data = model.create_data()
+    T = 5 if JIT_DISABLED else 37  # more than one chunk of samples
+    Q, V, A = batch_states(model, T, 1)
+    tau = dc.rnea_batch(model, Q, V, A)
+    dq, dv, M = dc.rnea_derivatives_batch(model, Q, V, A)
+    Y = dc.regressor_batch(model, Q, V, A)
+    assert tau.shape == (T, model.nv) and dq.shape == dv.shape == M.shape == (T, model.nv, model.nv)
+    assert Y.shape == (T, model.nv, 10 * model.nbodies)
+    for t in range(T):
+        assert_close(tau[t], dc.rnea(model, data, Q[t], V[t], A[t]), "rnea_batch", 1e-14)
+        for batch, single in zip((dq[t], dv[t], M[t]), dc.rnea_derivatives(model, data, Q[t], V[t], A[t])):
+            assert_close(batch, single, "rnea_derivatives_batch", 1e-14)
+        assert_close(Y[t], dc.regressor(model, data, Q[t], V[t], A[t]), "regressor_batch", 1e-14)
+
+
+def test_rnea_batch_matches_pinocchio():
+    r = robot("tiago")
+    Q, V, A = batch_states(r.model, 4, 2)
+    tau = dc.rnea_batch(r.model, Q, V, A)
+    for t in range(4):
+        assert_close(tau[t], pin.rnea(r.pin_model, r.pin_data, pin_q(r.pin_model, Q[t]), V[t], A[t]),
+                     "rnea_batch vs Pinocchio")
+
+
+def test_batches_bad_input():
+    model = robot("panda").model
+    Q, V, A = batch_states(model, 6, 3)
+    for batch in (dc.rnea_batch, dc.rnea_derivatives_batch, dc.regressor_batch):
+        with pytest.raises(ValueError, match=rf"\bv must have shape \(6, {model.nv}\)"):
+            batch(model, Q, V[:4], A)
+        with pytest.raises(ValueError, match=rf"\bq must have shape \(T, {model.nv}\)"):
+            batch(model, Q[0], V, A)
+        with pytest.raises(ValueError, match=r"\ba\b.*real"):
+            batch(model, Q, V, None)
+        bad = A.copy()
+        bad[4, 1] = np.nan
+        with pytest.raises(ValueError, match=r"non-finite.*in a at samples \[4\]"):
+            batch(model, Q, V, bad)
+        with pytest.raises(ValueError, match="model"):
+            batch(None, Q, V, A)
+    # no samples: empty results
+    assert dc.rnea_batch(model, Q[:0], V[:0], A[:0]).shape == (0, model.nv)
