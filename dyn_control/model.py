@@ -274,11 +274,9 @@ class Data:
         # joint-twist derivatives (kernels/twist_derivatives.py, model_derivatives.py), root frame
         self.dtau_deta = np.zeros((nv, 6 * nb))  # d tau / d eta: 6 columns per joint, angular first
         self.dtau_deta_tree = self.dtau_deta if model.coupling is None else np.zeros((nb, 6 * nb))
-        self.eta_alpha = np.zeros((nb, 6, 6))  # alpha_j per column of eta_j (Qbar^eta)
-        self.eta_beta = np.zeros((nb, 6, 3))   # angular part of beta_j per column (Pbar^eta)
-        self.eta_R = np.zeros((3, 3))          # oT_parent M_i: joint frame at q_i = 0
-        self.eta_p = np.zeros(3)
-        self.eta_tmp6 = np.zeros((13, 6))      # scratch 6-vectors
+        self.eta_columns = np.zeros((2, nb, 6, 6))  # alpha_j, beta_j per column of eta_j (Qbar, Pbar)
+        self.eta_pose = np.zeros((4, 3))       # oT_parent M_i (rotation rows, then translation)
+        self.eta_tmp6 = np.zeros((12, 6))      # scratch 6-vectors
         # second-order derivatives (kernels/rnea_second_derivatives.py, second_order.py), root frame
         self.so_vectors = np.zeros((11, nb, 6))  # per body: S, V, A, psid, psidd, phi, F, I S, B^T S,
         #                                          dF/dq_i, dF/dv_i (see the kernel's docstring)

@@ -18,9 +18,8 @@ from .kernels import twist_derivatives as _twist
 def _twist_derivatives_tree(model, data, q, v, a, f_ext, out):
     if not _twist.twist_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
-            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.oS, data.oV, data.oA_gf,
-            data.ophi_c, data.oL_c, data.oB_sym, data.oF_c, data.eta_alpha, data.eta_beta, data.eta_R,
-            data.eta_p, data.eta_tmp6, out):
+            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.ophi_c, data.deriv_vectors,
+            data.eta_columns, data.eta_pose, data.eta_tmp6, out):
         raise non_finite_error(q=q, v=v, a=a)
     return out
 

@@ -82,8 +82,7 @@ def twist_derivative_matrix(parents, home_R, home_p, v, a, oR, op, oS, oV, oA, o
     d = tmp6[3]        # ds_j = e x s_j
     u = tmp6[4]        # Gc_i s_i
     tmp = tmp6[5]
-    tmp2 = tmp6[6]
-    g = tmp6[7:13]     # R_j of the 6 columns of joint j: rows of its supports
+    g = tmp6[6:12]     # R_j of the 6 columns of joint j: rows of its supports
     dtau_deta[:, :] = 0.0
     for i in range(nb):
         j = parents[i]
@@ -111,35 +110,32 @@ def twist_derivative_matrix(parents, home_R, home_p, v, a, oR, op, oS, oV, oA, o
                 zeta[k] = e[k] - sigma[k]
             cross_motion(e, s, d)
             # beta = zeta x v_i - d qd_i  (Pbar^eta)
-            beta = tmp
+            beta = eta_beta[i, c]
             cross_motion(zeta, Vi, beta)
             for k in range(6):
                 beta[k] -= d[k] * v[i]
-            eta_beta[i, c, 0] = beta[0]
-            eta_beta[i, c, 1] = beta[1]
-            eta_beta[i, c, 2] = beta[2]
             # alpha = zeta x A_i - beta x v_i - d qdd_i - (v_parent x d) qd_i  (Qbar^eta)
             alpha = eta_alpha[i, c]
             cross_motion(zeta, Ai, alpha)
-            cross_motion(beta, Vi, tmp2)
+            cross_motion(beta, Vi, tmp)
             for k in range(6):
-                alpha[k] -= tmp2[k] + d[k] * a[i]
+                alpha[k] -= tmp[k] + d[k] * a[i]
             if j >= 0:
-                cross_motion(oV[j], d, tmp2)
+                cross_motion(oV[j], d, tmp)
                 for k in range(6):
-                    alpha[k] -= tmp2[k] * v[i]
+                    alpha[k] -= tmp[k] * v[i]
             # R_i = -ad*_{F_i} zeta - Gc_i alpha - Bc_i beta  (eq. 10; lines 21-30)
             gc = g[c]
             ad_star_times(F, zeta, gc)
-            inertia_times(ophi_c[i], alpha, tmp2)
+            inertia_times(ophi_c[i], alpha, tmp)
             for k in range(6):
-                gc[k] = -gc[k] - tmp2[k]
-            composite_b_times(B, L, beta, tmp2)
+                gc[k] = -gc[k] - tmp[k]
+            composite_b_times(B, L, beta, tmp)
             for k in range(6):
-                gc[k] -= tmp2[k]
+                gc[k] -= tmp[k]
             # own entry: (sigma x s_i) . F_i - u . alpha - w . beta
-            cross_motion(sigma, s, tmp2)
-            dtau_deta[i, 6 * i + c] = (dot6(tmp2, F) - dot6(u, alpha)
+            cross_motion(sigma, s, tmp)
+            dtau_deta[i, 6 * i + c] = (dot6(tmp, F) - dot6(u, alpha)
                                        - (w0 * beta[0] + w1 * beta[1] + w2 * beta[2]))
         k = j
         while k >= 0:
@@ -154,15 +150,17 @@ def twist_derivative_matrix(parents, home_R, home_p, v, a, oR, op, oS, oV, oA, o
 
 @njit(cache=True)
 def twist_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R, p, oR,
-                      op, oS, oV, oA, ophi_c, oL_c, oB_sym, oF_c, eta_alpha, eta_beta, eta_R, eta_p,
-                      tmp6, dtau_deta):
-    """d tau / d eta (nbodies, 6 nbodies) of tau = rnea(q, v, a, f_ext) at eta = 0.
-    Returns False, computing nothing, when q, v or a is not finite."""
+                      op, ophi_c, vectors, eta_columns, eta_pose, tmp6, out):
+    """out = d tau / d eta (nbodies, 6 nbodies) of tau = rnea(q, v, a, f_ext) at eta = 0.
+    vectors: (>= 6, nb, 6) root-frame workspace in the order of rnea_derivatives (s, v, a, l_c,
+    Bsym_c, F); eta_columns (2, nb, 6, 6): alpha and beta of every column; eta_pose (4, 3);
+    tmp6 (12, 6). Returns False, computing nothing, when q, v or a is not finite."""
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
+    oS, oV, oA, oL_c, oB_sym, oF_c = vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5]
     world_kinematics(parents, screw_axes, home_R, home_p, q, v, R, p, oR, op, oS, oV)
     world_forces(parents, phi, oR, op, oS, oV, v, a, base_accel, f_ext, oA, ophi_c, oL_c, oB_sym,
                  oF_c, tmp6)
     twist_derivative_matrix(parents, home_R, home_p, v, a, oR, op, oS, oV, oA, ophi_c, oL_c, oB_sym,
-                            oF_c, eta_alpha, eta_beta, eta_R, eta_p, tmp6, dtau_deta)
+                            oF_c, eta_columns[0], eta_columns[1], eta_pose[:3], eta_pose[3], tmp6, out)
     return True
