@@ -30,7 +30,13 @@ setup(
     # The ROS 2 client library and message packages are deliberately absent: on a ROS 2 install they
     # come from the distribution, on a plain machine the Makefile installs the ros-* wheels.
     install_requires=["numpy>=1.24", "scipy", "numba>=0.59", "urdf-parser-py>=0.0.4", "pyyaml"],
-    extras_require={"test": ["pytest", "hypothesis", "pin", "example-robot-data", "trimesh", "mujoco"]},
+    extras_require={
+        # inertia_from_link_meshes reads STL/OBJ (and DAE with pycollada) through trimesh
+        "meshes": ["trimesh"],
+        # the simulator's independent physics backend
+        "mujoco": ["mujoco"],
+        "test": ["pytest", "hypothesis", "pin", "example-robot-data", "trimesh", "mujoco"],
+    },
     zip_safe=True,
     maintainer="dyn_control developers",
     maintainer_email="dev@dyn-control.invalid",
