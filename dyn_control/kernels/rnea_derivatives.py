@@ -56,9 +56,10 @@ def world_forces(parents, phi, oR, op, oS, oV, v, a, base_accel, f_ext, oA, ophi
     for i in range(nb):
         j = parents[i]
         # a_i = a_parent + s_i qdd_i + (v_i x s_i) qd_i
+        a_parent = oA[j] if j >= 0 else base_accel
         cross_motion(oV[i], oS[i], VxS)
         for k in range(6):
-            oA[i, k] = (oA[j, k] if j >= 0 else base_accel[k]) + oS[i, k] * a[i] + VxS[k] * v[i]
+            oA[i, k] = a_parent[k] + oS[i, k] * a[i] + VxS[k] * v[i]
         # body inertia in the root frame, momentum l_i, own force f_i = I a + v x* l - f_ext
         ophi_c[i, :] = 0.0
         phi_to_parent_add(oR[i], op[i], phi[i], ophi_c[i])
@@ -67,10 +68,12 @@ def world_forces(parents, phi, oR, op, oS, oV, v, a, base_accel, f_ext, oA, ophi
         cross_force(oV[i], oL_c[i], VxS)
         for k in range(6):
             oF_c[i, k] += VxS[k]
-            VxS[k] = 0.0
-        force_to_parent_add(oR[i], op[i], f_ext[i], VxS)
-        for k in range(6):
-            oF_c[i, k] -= VxS[k]
+        fe = f_ext[i]
+        if fe[0] != 0.0 or fe[1] != 0.0 or fe[2] != 0.0 or fe[3] != 0.0 or fe[4] != 0.0 or fe[5] != 0.0:
+            VxS[:] = 0.0
+            force_to_parent_add(oR[i], op[i], fe, VxS)
+            for k in range(6):
+                oF_c[i, k] -= VxS[k]
         # Bsym = [w] A - A [w] - (u h^T + h u^T) + 2 (u . h) 1, stored as xx, yy, zz, xy, xz, yz
         w0, w1, w2, u0, u1, u2 = oV[i, 0], oV[i, 1], oV[i, 2], oV[i, 3], oV[i, 4], oV[i, 5]
         h0, h1, h2 = ophi_c[i, 1], ophi_c[i, 2], ophi_c[i, 3]
