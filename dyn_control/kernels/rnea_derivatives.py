@@ -23,13 +23,14 @@ so composites (sums over a subtree, no transform in the root frame) of I, l, Bsy
     d tau_i / d q_j = -s_i . (Ic_i alpha_j + Bc_i beta_j)               for j supporting i,
     d tau_j / d q_i =  s_j . (s_i x* F_i - Ic_i alpha_i - Bc_i beta_i)  for j supporting i, j != i.
 Velocities: d v_k / d qd_j = s_j, d a_k / d qd_j = s_j x v_k - 2 beta_j, hence
-    d tau_i / d qd_j = s_i . (Bc_i s_j - 2 Ic_i beta_j),   d tau_j / d qd_i = s_j . (Bc_i s_i - 2 Ic_i beta_i).
+    d tau_i / d qd_j = s_i . (Bc_i s_j - 2 Ic_i beta_j)                 for j supporting i,
+    d tau_j / d qd_i = s_j . (Bc_i s_i - 2 Ic_i beta_i)                 for j supporting i, j != i.
 External forces are constant in their body's frame: they move rigidly and enter only through F.
 """
 from numba import njit
 
-from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
-                       motion_to_parent, phi_to_parent_add)
+from ..spatial import (cross_force, cross_motion, force_to_parent_add, inertia_times, motion_to_parent,
+                       phi_to_parent_add)
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
