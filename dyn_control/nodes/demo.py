@@ -1,0 +1,132 @@
+"""`dyn-control demo`: bringup of config/demo.yaml with a live status line and a plot at the end."""
+import os
+import sys
+
+import numpy as np
+
+from ..robots import config_dir
+from .cli import bringup
+from .controller import ControllerNode
+
+RMS_WINDOW = 1.0    # [s] of tracking error in the status line's RMS
+
+
+class DemoMonitor:
+    """Records the loop's topics (Recorder) and prints one status line."""
+
+    def __init__(self, stream=sys.stdout):
+        self.stream = stream
+        self.interactive = stream.isatty()
+        self.recorder = None
+        self._last_printed = -1.0
+
+    def start(self, nodes, context):
+        from rclpy.node import Node
+
+        from .recorder import Recorder
+        self.controller = next(n for n in nodes if isinstance(n, ControllerNode))
+        self.node = Node("dyn_control_demo", context=context)
+        self.recorder = Recorder(self.node)
+
+    def status(self, phase, elapsed):
+        self.recorder.poll()
+        if phase == "configure":
+            line = f"configuring ({elapsed:4.1f} s): {self.controller.warmup_progress or 'loading the robot'}"
+        elif phase == "run":
+            line = f"t = {elapsed:5.1f} s | " + self._loop_status()
+        else:
+            return
+        if self.interactive:
+            self.stream.write("\r" + line.ljust(118)[:118])
+            self.stream.flush()
+        elif elapsed - self._last_printed >= 1.0 or elapsed < self._last_printed:
+            self.stream.write(line + "\n")
+            self._last_printed = elapsed
+
+    def _loop_status(self):
+        r = self.recorder
+        parts = []
+        t, e = r.tracking_error()
+        if t.size:
+            recent = e[t >= t[-1] - RMS_WINDOW * 1e9]
+            parts.append(f"tracking rms {1e3 * np.sqrt(np.mean(recent ** 2)):6.3f} mrad")
+        if r.count("wrench_estimate"):
+            parts.append("force est " + _vector(r.values("wrench_estimate")[-1, 3:]) + " N")
+        if r.count("applied_wrench"):
+            parts.append("applied " + _vector(r.values("applied_wrench")[-1, 3:]) + " N")
+        if self.controller.loop is not None:
+            parts.append(f"misses {self.controller.loop.stats.deadline_misses}")
+        return " | ".join(parts) if parts else "waiting for the first joint states"
+
+    def stop(self):
+        self.recorder.poll()
+        if self.interactive:
+            self.stream.write("\n")
+        self.node.destroy_node()
+
+
+def _vector(x):
+    return "[" + " ".join(f"{v:6.2f}" for v in x) + "]"
+
+
+def plot(recorder, path):
+    """Tracking (q_d and q, and the error) and wrench estimation (estimated vs applied force) over
+    time, as a PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t_state = recorder.stamps("joint_states")
+    if t_state.size == 0:
+        raise RuntimeError("no joint states were recorded: nothing to plot")
+    t0 = t_state.min()
+    seconds = lambda t: (t - t0) * 1e-9  # noqa: E731
+    names = recorder.names["joint_states"]
+    fig, axes = plt.subplots(3, 1, figsize=(10, 10), sharex=True)
+    q = recorder.values("joint_states", 0)
+    t_des = recorder.stamps("desired")
+    q_d = recorder.values("desired", 0)
+    desired_names = recorder.names.get("desired", [])
+    for k, name in enumerate(desired_names[:4]):
+        line, = axes[0].plot(seconds(t_state), q[:, names.index(name)], label=name)
+        axes[0].plot(seconds(t_des), q_d[:, k], "--", color=line.get_color())
+    axes[0].set_ylabel("position [rad]")
+    axes[0].set_title("tracking: measured (solid) and desired (dashed)")
+    axes[0].legend(loc="upper right", fontsize="small")
+    t_err, error = recorder.tracking_error()
+    for k, name in enumerate(desired_names):
+        axes[1].plot(seconds(t_err), 1e3 * error[:, k], label=name)
+    axes[1].set_ylabel("q_d - q [mrad]")
+    axes[1].set_title("tracking error")
+    axes[1].legend(loc="upper right", fontsize="x-small", ncol=2)
+    for key, style, what in (("applied_wrench", "-", "applied"), ("wrench_estimate", "--", "estimated")):
+        if recorder.count(key):
+            w = recorder.values(key)
+            for axis, label, color in zip((3, 4, 5), "xyz", ("C0", "C1", "C2")):
+                axes[2].plot(seconds(recorder.stamps(key)), w[:, axis], style, color=color, label=f"f{label} {what}")
+    axes[2].set_ylabel("force [N]")
+    axes[2].set_xlabel("time [s]")
+    axes[2].set_title("external force at the tool: applied by the simulator vs estimated by the controller")
+    axes[2].legend(loc="upper right", fontsize="x-small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_demo(duration=10.0, output="demo_output"):
+    config = os.path.join(config_dir(), "demo.yaml")
+    monitor = DemoMonitor()
+    print(f"dyn-control demo: {config}, {duration:g} s (the first run compiles the Numba kernels: "
+          "up to a minute; later runs load them from the cache)")
+    code = bringup(config, duration, monitor)
+    if code != 0:
+        return code
+    os.makedirs(output, exist_ok=True)
+    path = os.path.join(output, "demo.png")
+    plot(monitor.recorder, path)
+    t, e = monitor.recorder.tracking_error()
+    settled = e[t >= t[0] + 2e9] if t.size else e
+    if settled.size:
+        print(f"tracking error rms after 2 s: {1e3 * np.sqrt(np.mean(settled ** 2)):.3f} mrad")
+    print(f"plot: {path}")
+    return 0

@@ -1,0 +1,351 @@
+"""dyn_simulator: a simulated robot for the controller, as an rclpy LifecycleNode.
+
+    ros2 run dyn_control simulator --ros-args --params-file config/demo.yaml
+
+Subscribes the effort command (std_msgs/Float64MultiArray in `joints` order), integrates the
+dynamics at rate_hz in real time (timing.RealtimeLoop with catch-up: the simulated clock keeps pace
+with the wall clock), publishes /joint_states (position, velocity, effort) and ~/applied_wrench.
+Backends: builtin (dyn_control's ABA, RK4) and mujoco (MuJoCo loading the same URDF).
+
+Simulated time starts at the first command when wait_for_command is true (the default): until
+then the robot is held still at its initial position and /joint_states carry the current time, so a
+controller that takes seconds to configure finds the robot where it started. Joint-state stamps
+are start + k dt for step k: the time of the state, even when the loop catches up on a backlog.
+The last command is held for command_timeout, then the effort is zero.
+"""
+import math
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from . import params, qos
+from .inputs import set_stamp
+from .params import Param
+from .robot import joint_indices, load_robot
+from .timing import RealtimeLoop
+
+BACKENDS = ("builtin", "mujoco")
+
+PARAMETERS = (
+    Param("robot_description", "", "string", "configure", "URDF XML of the robot (first choice)"),
+    Param("urdf_path", "", "string", "configure",
+          "URDF file when robot_description is empty (package://PKG/... allowed)"),
+    Param("backend", "builtin", "string", "configure", "physics: builtin (our ABA, RK4) | mujoco"),
+    Param("rate_hz", 1000.0, "number", "configure", "integration and publishing rate [Hz]"),
+    Param("joints", [], "strings", "configure", "joints of the command array, in order (empty: all)"),
+    Param("command_topic", "/effort_controller/commands", "string", "configure",
+          "std_msgs/Float64MultiArray of efforts in `joints` order"),
+    Param("command_timeout", 0.1, "number", "live", "hold the last command this long [s], then zero effort"),
+    Param("initial_positions", [], "numbers", "configure",
+          "initial joint positions, one per model joint (empty: zero, clipped into the limits)"),
+    Param("wait_for_command", True, "bool", "activate", "hold the robot still until the first command"),
+    Param("external_wrench.schedule.start", [], "numbers", "configure", "start times [s] of scheduled wrenches"),
+    Param("external_wrench.schedule.end", [], "numbers", "configure", "end times [s]"),
+    Param("external_wrench.schedule.frame", [], "strings", "configure", "link whose origin each wrench acts at"),
+    Param("external_wrench.schedule.force", [], "numbers", "configure",
+          "forces [N], 3 numbers per entry, root-frame axes"),
+    Param("external_wrench.schedule.torque", [], "numbers", "configure",
+          "torques [N m], 3 numbers per entry (empty: zero), root-frame axes"),
+    Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
+)
+
+
+def wrench_schedule(values, model):
+    """[(start, end, frame, wrench (6,) [n; f])] from the parallel arrays external_wrench.schedule.*."""
+    prefix = "external_wrench.schedule."
+    start, end, frames = values[prefix + "start"], values[prefix + "end"], values[prefix + "frame"]
+    force, torque = values[prefix + "force"], values[prefix + "torque"]
+    k = len(start)
+    if len(end) != k or len(frames) != k or len(force) != 3 * k or len(torque) not in (0, 3 * k):
+        raise ValueError(f"parameters {prefix}*: need the same number of entries in start, end and frame, "
+                         f"3 per entry in force (and torque, or none); got {k} starts, {len(end)} ends, "
+                         f"{len(frames)} frames, {len(force)} force and {len(torque)} torque numbers")
+    schedule = []
+    for i in range(k):
+        model.frame_id(frames[i])   # ValueError naming an unknown frame
+        if not end[i] > start[i]:
+            raise ValueError(f"parameter {prefix}end: entry {i} ends ({end[i]}) before it starts ({start[i]})")
+        wrench = np.zeros(6)
+        wrench[3:] = force[3 * i:3 * i + 3]
+        if torque:
+            wrench[:3] = torque[3 * i:3 * i + 3]
+        schedule.append((start[i], end[i], frames[i], wrench))
+    return schedule
+
+
+def make_simulator(backend, model, urdf, dt, q0):
+    if backend == "builtin":
+        from ..simulation.builtin import BuiltinSimulator
+        return BuiltinSimulator(model, dt, q0=q0)
+    from ..simulation.mujoco_backend import MujocoSimulator
+    return MujocoSimulator(model, urdf, dt, q0=q0)
+
+
+class SimulatorNode(LifecycleNode):
+    """The dyn_simulator lifecycle node (see the module docstring)."""
+
+    def __init__(self, node_name="dyn_simulator", **kwargs):
+        super().__init__(node_name, **kwargs)
+        params.declare(self, PARAMETERS)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.state = "unconfigured"
+        self.loop = None
+        self._configured = None
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", qos.STATE)
+        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
+
+    # ---------------------------------------------------------------- lifecycle
+    def on_configure(self, state):
+        try:
+            values = params.read(self, PARAMETERS, params.PHASES)
+            self._check(values)
+            self._build(values)
+        except Exception as error:  # noqa: BLE001 - any failure fails the transition, the node lives
+            self.get_logger().error(f"configure failed: {error}")
+            self._destroy_entities()
+            return TransitionCallbackReturn.FAILURE
+        self.state = "inactive"
+        return super().on_configure(state)
+
+    def on_activate(self, state):
+        c = self._configured
+        values = params.read(self, PARAMETERS, ("activate", "live"))
+        c.command_timeout = values["command_timeout"]
+        c.waiting = values["wait_for_command"]
+        c.command_time = None
+        if not c.waiting:
+            self._start_clock()
+        result = super().on_activate(state)
+        self.state = "active"
+        self.loop = RealtimeLoop("dyn_simulator loop", c.sim.dt, self._tick, catch_up=True,
+                                 warn=self.get_logger().warning, on_error=self._on_loop_error)
+        self.loop.start()
+        self.get_logger().info(f"simulating {c.model.name!r} ({c.backend}) at {1.0 / c.sim.dt:g} Hz"
+                               + (", waiting for the first command" if c.waiting else ""))
+        return result
+
+    def on_deactivate(self, state):
+        self._stop_loop()
+        self.state = "inactive"
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        self._destroy_entities()
+        self.state = "unconfigured"
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state):
+        self._stop_loop()
+        self._destroy_entities()
+        self.state = "finalized"
+        return super().on_shutdown(state)
+
+    def on_error(self, state):
+        self._stop_loop()
+        self._destroy_entities()
+        self.state = "unconfigured"
+        return TransitionCallbackReturn.SUCCESS
+
+    def _check(self, values):
+        if values["backend"] not in BACKENDS:
+            raise ValueError(f"parameter backend: must be one of {', '.join(BACKENDS)}, got {values['backend']!r}")
+        for name in ("rate_hz", "command_timeout"):
+            if not values[name] > 0.0:
+                raise ValueError(f"parameter {name}: must be > 0, got {values[name]!r}")
+
+    def _build(self, values):
+        model, urdf = load_robot(values["robot_description"], values["urdf_path"])
+        c = _Configured()
+        self._configured = c
+        c.model = model
+        c.backend = values["backend"]
+        c.commanded = joint_indices(model, values["joints"])
+        c.schedule = wrench_schedule(values, model)
+        q0 = values["initial_positions"] or None
+        if q0 is not None and len(q0) != model.nv:
+            raise ValueError(f"parameter initial_positions: {len(q0)} numbers for {model.nv} joints "
+                             f"({', '.join(model.actuated_joints)})")
+        c.sim = make_simulator(c.backend, model, urdf, 1.0 / values["rate_hz"], q0)
+        c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
+        c.sim.reset(q0)
+        c.command = np.zeros(model.nv)
+        c.zero = np.zeros(model.nv)
+        c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN)
+        c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
+        c.joint_pub = self.create_lifecycle_publisher(JointState, "/joint_states", qos.STATE)
+        c.applied_pub = self.create_lifecycle_publisher(WrenchStamped, "~/applied_wrench", qos.STATE)
+        c.joint_msg = JointState(name=list(model.actuated_joints))
+        c.applied_msg = WrenchStamped()
+        c.applied_msg.header.frame_id = model.root_name
+        self.get_logger().info(f"robot {model.name!r} with {len(c.schedule)} scheduled wrenches; "
+                               f"commands on {values['command_topic']}")
+
+    def _destroy_entities(self):
+        c, self._configured = self._configured, None
+        if c is None:
+            return
+        for name in ("joint_pub", "applied_pub"):
+            if hasattr(c, name):
+                self.destroy_lifecycle_publisher(getattr(c, name))
+        if hasattr(c, "command_sub"):
+            c.command_sub.destroy(self)
+        if hasattr(c, "wrench_sub"):
+            self.destroy_subscription(c.wrench_sub)
+
+    def _on_set_parameters(self, changes):
+        reason = params.refusal(PARAMETERS, changes, self.state)
+        if reason is None:
+            try:
+                values = params.merged(self, PARAMETERS, changes)
+                self._check(values)
+                if self._configured is not None:
+                    self._configured.command_timeout = values["command_timeout"]
+            except ValueError as error:
+                reason = str(error)
+        return params.result(reason)
+
+    def _on_wrench(self, msg):
+        """~/external_wrench: held until the next message; a zero wrench removes it."""
+        c = self._configured
+        w = msg.wrench
+        wrench = np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
+        try:
+            c.model.frame_id(msg.header.frame_id)
+            if not np.isfinite(wrench).all():
+                raise ValueError("non-finite wrench")
+        except ValueError as error:
+            c.rejected_wrenches += 1
+            self.get_logger().warning(f"~/external_wrench rejected: {error}")
+            return
+        c.topic_wrench = (msg.header.frame_id, wrench) if np.any(wrench) else None
+
+    # ---------------------------------------------------------------- the loop
+    def _tick(self, now):
+        c = self._configured
+        n = len(c.commanded)
+        while True:
+            msg = c.command_sub.take()
+            if msg is None:
+                break
+            data = np.asarray(msg.data, dtype=np.float64)
+            if data.shape != (n,) or not np.isfinite(data).all():
+                c.rejected_commands += 1
+                continue
+            c.command[c.commanded] = data
+            c.command_time = now
+        if c.waiting:
+            if c.command_time is None:
+                self._publish(self.get_clock().now().nanoseconds, None)     # held still, time frozen
+                return
+            c.waiting = False
+            self._start_clock()
+        timed_out = c.command_time is None or now - c.command_time > c.command_timeout
+        if timed_out != c.timed_out:
+            c.timed_out = timed_out
+            if timed_out and c.command_time is not None:
+                self.get_logger().warning(f"no command for {c.command_timeout} s: zero effort")
+        t = c.step * c.sim.dt
+        applied = c.topic_wrench
+        if applied is None:
+            applied = next(((frame, w) for start, end, frame, w in c.schedule if start <= t < end), None)
+        tau = c.zero if timed_out else c.command
+        if applied is None:
+            c.sim.step(tau)
+        else:
+            c.sim.step(tau, applied[1], applied[0])
+        c.step += 1
+        self._publish(c.start_ns + round(c.step * c.sim.dt * 1e9), applied)
+
+    def _start_clock(self):
+        """Stamps from now on: now + (steps to come) dt; simulated time goes on where it stopped."""
+        c = self._configured
+        c.start_ns = self.get_clock().now().nanoseconds - round(c.step * c.sim.dt * 1e9)
+
+    def _publish(self, stamp, applied):
+        c = self._configured
+        m = c.joint_msg
+        set_stamp(m.header.stamp, stamp)
+        m.position = c.sim.q
+        m.velocity = c.sim.v
+        m.effort = c.sim.effort
+        c.joint_pub.publish(m)
+        a = c.applied_msg
+        set_stamp(a.header.stamp, stamp)
+        w = c.zero6 if applied is None else applied[1]
+        a.wrench.torque.x, a.wrench.torque.y, a.wrench.torque.z = float(w[0]), float(w[1]), float(w[2])
+        a.wrench.force.x, a.wrench.force.y, a.wrench.force.z = float(w[3]), float(w[4]), float(w[5])
+        c.applied_pub.publish(a)
+
+    def _on_loop_error(self, error):
+        self.get_logger().error(f"simulation stopped by an error: {error!r}")
+
+    def _stop_loop(self):
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+
+    def _publish_diagnostics(self):
+        status = DiagnosticStatus(name=f"{self.get_name()}: simulation", hardware_id="")
+        c = self._configured
+        values = {"state": self.state}
+        level, message = DiagnosticStatus.OK, self.state
+        if c is not None:
+            status.hardware_id = c.model.name
+            values.update({"backend": c.backend, "rejected commands": c.rejected_commands,
+                           "rejected wrenches": c.rejected_wrenches, "simulated time [s]": f"{c.step * c.sim.dt:.3f}"})
+        if self.state == "active" and self.loop is not None:
+            s = self.loop.stats.summary()
+            values.update({"period p99 [ms]": f"{s['period_p99'] * 1e3:.3f}",
+                           "deadline misses": s["deadline_misses"], "slips": s["slips"]})
+            if self.loop.error is not None:
+                level, message = DiagnosticStatus.ERROR, f"simulation stopped: {self.loop.error!r}"
+            elif c.waiting:
+                message = "waiting for the first command"
+            elif c.timed_out:
+                level, message = DiagnosticStatus.WARN, "no command: zero effort"
+            else:
+                message = "running"
+        status.level, status.message = level, message
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics.publish(array)
+
+
+class _Configured:
+    """Everything a configured simulator owns (a fresh one per configure)."""
+    rejected_commands = 0
+    rejected_wrenches = 0
+    topic_wrench = None
+    timed_out = True
+    waiting = False
+    step = 0
+    zero6 = np.zeros(6)
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = SimulatorNode()
+    executor = MultiThreadedExecutor()
+    executor.add_node(node)
+    try:
+        if node.get_parameter("autostart").value:
+            node.trigger_configure()
+            if node.state == "inactive":
+                node.trigger_activate()
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node._stop_loop()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

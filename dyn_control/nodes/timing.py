@@ -1,0 +1,197 @@
+"""The real-time loop of the nodes: a dedicated thread that runs a tick function at absolute
+deadlines (not an rclpy timer), with timing statistics for /diagnostics.
+
+Waiting: sleep until a small margin before the deadline (time.monotonic based), then spin. The
+thread asks the kernel for a 1 ns timer slack (prctl PR_SET_TIMERSLACK, Linux), which cuts the
+oversleep of time.sleep from ~60 us to a few us, so the spin stays short. Optional SCHED_FIFO
+priority and CPU affinity are best effort: refused (no CAP_SYS_NICE, no such CPU) they log a
+warning and the loop runs anyway.
+
+Garbage collection is off while any loop runs (gc.freeze() first, so the objects that exist are
+never scanned again); it comes back when the last loop stops. The loop body should allocate
+little: the nodes preallocate their buffers and messages.
+
+Deadline misses: tick k is due at D_k = D_0 + k P; every deadline that passes while a tick is
+still working counts as a miss. Without catch-up (the controller) the loop then runs one tick at
+once, for the latest deadline passed, and skips the others; with catch-up (the simulator, whose
+clock must keep pace with the wall clock) the overdue ticks run back to back as long as the loop is
+less than `max_lag` behind; beyond that it drops the backlog (a "slip") and restarts its schedule.
+"""
+import ctypes
+import gc
+import os
+import threading
+import time
+
+import numpy as np
+
+SPIN_MARGIN = 1e-4      # [s] sleep until this long before the deadline, then spin
+STATS_WINDOW = 2048     # ticks kept for the period and compute-time percentiles
+PR_SET_TIMERSLACK = 29
+
+_gc_lock = threading.Lock()
+_gc_pausers = 0
+
+
+def pause_gc():
+    """Disable the garbage collector (process-wide) until every pause_gc() is matched by resume_gc()."""
+    global _gc_pausers
+    with _gc_lock:
+        if _gc_pausers == 0:
+            gc.collect()
+            gc.freeze()
+            gc.disable()
+        _gc_pausers += 1
+
+
+def resume_gc():
+    global _gc_pausers
+    with _gc_lock:
+        _gc_pausers -= 1
+        if _gc_pausers == 0:
+            gc.unfreeze()
+            gc.enable()
+
+
+def reduce_timer_slack():
+    """1 ns timer slack for the calling thread (Linux); False where unavailable."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def apply_realtime(priority, cpu, warn):
+    """SCHED_FIFO `priority` (0: leave the scheduler alone) and affinity to `cpu` (-1: any) for the
+    calling thread, best effort: each refusal is reported through warn(message)."""
+    if priority > 0:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        except (OSError, AttributeError) as error:
+            warn(f"realtime.priority {priority}: SCHED_FIFO refused ({error}); running with the default "
+                 "scheduler (grant CAP_SYS_NICE or an rtprio limit, e.g. in /etc/security/limits.conf)")
+    if cpu >= 0:
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except (OSError, AttributeError, ValueError) as error:
+            warn(f"realtime.cpu {cpu}: affinity refused ({error}); running on any CPU")
+
+
+def wait_until(deadline):
+    """Sleep until SPIN_MARGIN before `deadline` (time.monotonic), then spin to it. The spin yields
+    the GIL on every turn (sleep(0)), so that it never holds up another thread of the process."""
+    remaining = deadline - time.monotonic()
+    if remaining > SPIN_MARGIN:
+        time.sleep(remaining - SPIN_MARGIN)
+    while time.monotonic() < deadline:
+        time.sleep(0)
+
+
+class LoopStats:
+    """Period and compute time of the recent ticks, and counters. Written by the loop thread only;
+    readers (the diagnostics timer) take snapshots, a torn read costs one sample at most."""
+
+    def __init__(self, window=STATS_WINDOW):
+        self.periods = np.zeros(window)    # [s] start-to-start of consecutive ticks
+        self.computes = np.zeros(window)   # [s] tick work
+        self.count = 0                     # ticks recorded so far (the ring is full once >= window)
+        self.deadline_misses = 0
+        self.slips = 0                     # backlogs dropped by a catch-up loop
+        self.last_start = None
+
+    def record(self, start, compute):
+        k = self.count % self.periods.shape[0]
+        self.periods[k] = start - self.last_start if self.last_start is not None else np.nan
+        self.computes[k] = compute
+        self.last_start = start
+        self.count += 1
+
+    def summary(self):
+        """{"period_p50", "period_p99", "period_max", "compute_p99"} in seconds over the recent
+        ticks (NaN before there are two), plus "ticks", "deadline_misses" and "slips"."""
+        n = min(self.count, self.periods.shape[0])
+        periods = self.periods[:n].copy()
+        periods = periods[np.isfinite(periods)]
+        computes = self.computes[:n].copy()
+        out = {"ticks": self.count, "deadline_misses": self.deadline_misses, "slips": self.slips}
+        if periods.size:
+            out["period_p50"], out["period_p99"] = np.percentile(periods, [50, 99])
+            out["period_max"] = periods.max()
+        else:
+            out["period_p50"] = out["period_p99"] = out["period_max"] = np.nan
+        out["compute_p99"] = np.percentile(computes, 99) if n else np.nan
+        return out
+
+
+class RealtimeLoop:
+    """Calls tick(now) every `period` seconds on its own thread, at absolute deadlines.
+
+    tick(now) gets the tick's start (time.monotonic). An exception in tick stops the loop: it is
+    reported through on_error(exception) (the node then publishes its safe command) and kept in
+    `error`."""
+
+    def __init__(self, name, period, tick, *, catch_up=False, max_lag=0.05, priority=0, cpu=-1,
+                 warn=print, on_error=None):
+        if not period > 0.0:
+            raise ValueError(f"period must be > 0, got {period!r}")
+        self.name = name
+        self.period = float(period)
+        self.tick = tick
+        self.catch_up = catch_up
+        self.max_lag = max_lag
+        self.priority = priority
+        self.cpu = cpu
+        self.warn = warn
+        self.on_error = on_error
+        self.stats = LoopStats()
+        self.error = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    @property
+    def running(self):
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self):
+        self._stop.clear()
+        self.error = None
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout=1.0):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _run(self):
+        apply_realtime(self.priority, self.cpu, self.warn)
+        reduce_timer_slack()
+        stats, period, stop = self.stats, self.period, self._stop
+        pause_gc()
+        try:
+            deadline = time.monotonic()
+            while not stop.is_set():
+                wait_until(deadline)
+                start = time.monotonic()
+                self.tick(start)
+                end = time.monotonic()
+                stats.record(start, end - start)
+                deadline += period
+                if end > deadline:
+                    # the next tick was due before this one ended; `late` more deadlines passed too
+                    late = int((end - deadline) / period)
+                    if not self.catch_up:
+                        stats.deadline_misses += 1 + late
+                        deadline += late * period   # run once now, for the latest deadline passed
+                    else:
+                        stats.deadline_misses += 1
+                        if end - deadline > self.max_lag:
+                            stats.slips += 1
+                            deadline = end
+        except Exception as error:  # noqa: BLE001 - any failure must stop the loop, not kill it silently
+            self.error = error
+            if self.on_error is not None:
+                self.on_error(error)
+        finally:
+            resume_gc()
