@@ -5,6 +5,8 @@
     data = model.create_data()
     tau = dc.rnea(model, data, q, v, a)
 """
+from .contact import (Contact, constrained_dynamics, constrained_dynamics_derivatives, impulse_dynamics,
+                      impulse_dynamics_derivatives)
 from .derivatives import (aba_derivatives, minverse, regressor, regressor_batch, rnea_batch,
                           rnea_derivatives, rnea_derivatives_batch)
 from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
@@ -24,5 +26,6 @@ __all__ = [
     "mesh_inertia_derivatives", "minverse", "nonlinear_effects", "regressor", "regressor_batch", "rnea",
     "rnea_batch", "rnea_derivatives", "rnea_derivatives_batch",
     "inertia_from_link_meshes", "twist_derivatives", "load_mapping",
-    "aba_second_derivatives", "rnea_second_derivatives",
+    "aba_second_derivatives", "rnea_second_derivatives", "Contact", "constrained_dynamics",
+    "constrained_dynamics_derivatives", "impulse_dynamics", "impulse_dynamics_derivatives",
 ]

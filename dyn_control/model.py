@@ -292,3 +292,7 @@ class Data:
         # the same four for forward dynamics (aba_second_derivatives), the fourth being d Minv_ij / dq_k
         self.d2ddq_dq2, self.d2ddq_dv2, self.d2ddq_dqdv, self.dMinv_dq = np.zeros((4, nv, nv, nv))
         self.so_cube = np.zeros((3, nv, nv, nv))  # scratch for aba_second_derivatives
+        # contacts and loop closures (kernels/contact.py, contact.py), root frame
+        self.ct_oS = np.zeros((nb, 6))         # joint screw
+        self.ct_oV = np.zeros((nb, 6))         # body twist
+        self.ct_oA = np.zeros((nb, 6))         # body acceleration, gravity left out

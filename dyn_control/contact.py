@@ -1,0 +1,495 @@
+"""Rigid contacts and loop closures: constrained (KKT) dynamics, impulse dynamics, and their
+first-order derivatives (seed "Details of Partial Derivatives of Rigid-Body Inverse Dynamics",
+secs. XI-XII).
+
+A `Contact` holds a frame of the robot still, either against the world or against a second frame
+(a loop closure, e.g. the cut joint of a five-bar). Its constraint rows are Pinocchio's
+RigidConstraintModel ones, angular-first where Pinocchio is linear-first:
+  "point" (3 rows): the classical acceleration of the frame origin p1 relative to the other frame's
+      origin p2, p1'' - p2'' = 0, expressed in frame 1 ("local") or in the world axes
+      ("local_world_aligned"); the force acts at p1 on body 1 and the opposite force at p2.
+  "frame" (6 rows): "local": the relative twist Ad_{c1}^-1 (V1 - V2) in frame 1 is held at zero,
+      whose rate is Ad_{c1}^-1 (A1 - A2) + u x Ad_{c1}^-1 V2 (u the relative twist);
+      "local_world_aligned": the spatial acceleration of body 1 relative to body 2, taken at p1 in
+      world axes. The wrench [n; f] is expressed accordingly and acts on body 1, its opposite on 2.
+Here V, A are world-frame twists and accelerations (gravity excluded). With kinematic constraint
+rows J a + gamma(q, v) = c (Baumgarte: c = -kp e_p - kd e_v, zero by default) the KKT system
+(sec. XI, eq. 307) is
+    M a - J^T lambda = tau - b(q, v),     J a = c - gamma,
+solved through the Delassus matrix G = J M^-1 J^T (a pseudo-inverse for redundant rows: the
+minimum-norm forces; the whole KKT matrix by least squares when M is singular, as with the
+massless cut body of a loop closure). Impulse dynamics (sec. XII, eq. 423) with restitution e:
+    M (v+ - v-) = J^T Lambda,             J v+ = -e J v-.
+Models with coupled mimic joints are not supported here.
+"""
+import numpy as np
+from scipy.linalg import cho_solve
+
+from .derivatives import rnea_derivatives
+from .dynamics import as_vector, check_model_data, crba, nonlinear_effects, non_finite_error
+from .kernels import contact as _ct
+from .spatial import log_se3
+
+_KINDS = {"point": 3, "frame": 6}
+_REFERENCES = ("local", "local_world_aligned")
+_SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
+
+
+class Contact:
+    """A frame held still against the world (other=None) or against another frame (a loop closure).
+
+    frame, other: link or joint names (or frame indices) of the model.
+    kind: "point" (3D, holds the frame origin) or "frame" (6D, holds the whole frame).
+    reference: "local" (forces and rows in frame 1's axes) or "local_world_aligned" (world axes).
+    anchor: (4, 4) world placement of the fixed side when other is None (Pinocchio's
+        joint2_placement, identity by default); only the Baumgarte position term uses it.
+    kp, kd: Baumgarte gains, scalars or one per row (angular rows first for "frame"); the
+        constraint becomes J a + gamma = -kp e_p - kd e_v with e_p, e_v the position and velocity
+        errors of frame 1 against the other side (in frame 1, rotated for "local_world_aligned").
+    """
+
+    def __init__(self, frame, kind="point", reference="local", other=None, anchor=None, kp=0.0, kd=0.0):
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be 'point' or 'frame', got {kind!r}")
+        if reference not in _REFERENCES:
+            raise ValueError(f"reference must be 'local' or 'local_world_aligned', got {reference!r}")
+        self.frame = frame
+        self.kind = kind
+        self.reference = reference
+        self.other = other
+        self.dim = _KINDS[kind]
+        if anchor is None:
+            anchor = np.eye(4)
+        anchor = np.array(anchor, dtype=np.float64)
+        if anchor.shape != (4, 4) or not np.all(np.isfinite(anchor)):
+            raise ValueError(f"anchor must be a finite (4, 4) placement, got shape {anchor.shape}")
+        self.anchor = anchor
+        self.kp = self._gain("kp", kp)
+        self.kd = self._gain("kd", kd)
+
+    def _gain(self, name, value):
+        try:
+            gain = np.broadcast_to(np.asarray(value, dtype=np.float64), (self.dim,)).copy()
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number or {self.dim} numbers, got {value!r}") from None
+        if not np.all(np.isfinite(gain)):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        return gain
+
+    @property
+    def baumgarte(self):
+        return bool(np.any(self.kp) or np.any(self.kd))
+
+    def __repr__(self):
+        other = "world" if self.other is None else repr(self.other)
+        return f"Contact({self.frame!r} vs {other}, {self.kind}, {self.reference})"
+
+
+def _cross(a, b):
+    """3-vector cross products along axis 0 (b may be (3,) or (3, n))."""
+    return np.cross(a, b, axis=0)
+
+
+def _crm(m, X):
+    """m x X for a motion vector m and motion vectors X (6,) or (6, n)."""
+    out = np.empty(np.shape(X))
+    out[:3] = _cross(m[:3], X[:3])
+    out[3:] = _cross(m[:3], X[3:]) + _cross(m[3:], X[:3])
+    return out
+
+
+def _column(p, X):
+    """p shaped to broadcast against X (6,) or (6, n)."""
+    return p if np.ndim(X) == 1 else p[:, None]
+
+
+def _to_local(R, p, X):
+    """Ad_{(R, p)}^-1 X for world motion vectors X (6,) or (6, n) (a frame with pose (R, p)):
+    [R^T w; R^T (v + w x p)]."""
+    out = np.empty(np.shape(X))
+    out[:3] = R.T @ X[:3]
+    out[3:] = R.T @ (X[3:] + _cross(X[:3], _column(p, X)))
+    return out
+
+
+def _at_point(p, X):
+    """Motion vectors X (world axes, at the origin) taken at the point p: [w; v + w x p]."""
+    out = np.array(X, dtype=np.float64)
+    out[3:] += _cross(X[:3], _column(p, X))
+    return out
+
+
+class _Side:
+    """One frame of a contact at (q, v, a): pose, body twist and acceleration, and (when asked)
+    the body's Jacobian and motion derivatives, all world-frame (6, nv)."""
+
+    def __init__(self, model, data, frame_index, anchor):
+        self.body = -1 if frame_index is None else int(model._frame_body[frame_index])
+        if frame_index is None:
+            self.R, self.p = anchor[:3, :3], anchor[:3, 3]
+        elif self.body < 0:
+            self.R, self.p = model._frame_R[frame_index], model._frame_p[frame_index]
+        else:
+            oR, op = data.oR[self.body], data.op[self.body]
+            self.R = oR @ model._frame_R[frame_index]
+            self.p = oR @ model._frame_p[frame_index] + op
+        nv = model.nv
+        if self.body < 0:
+            self.V = np.zeros(6)
+            self.A = np.zeros(6)
+        else:
+            self.V = data.ct_oV[self.body].copy()
+            self.A = data.ct_oA[self.body].copy()
+        self.J, self.dV_dq, self.dA_dq, self.dA_dv = np.zeros((4, 6, nv))
+
+    def differentiate(self, model, data):
+        if self.body >= 0:
+            _ct.motion_derivatives(model._parents, data.ct_oS, data.ct_oV, data.ct_oA, self.body,
+                                   self.J, self.dV_dq, self.dA_dq, self.dA_dv, data.tmp6)
+        # the frame origin moves with every support joint: dp/dq_k = v_k + w_k x p
+        self.Jp = self.J[3:] + _cross(self.J[:3], self.p[:, None])
+
+    def point_velocity(self):
+        return self.V[3:] + _cross(self.V[:3], self.p)
+
+    def point_acceleration(self):
+        """Classical acceleration of the frame origin: A_lin + A_ang x p + w x (v + w x p)."""
+        return self.A[3:] + _cross(self.A[:3], self.p) + _cross(self.V[:3], self.point_velocity())
+
+    def point_velocity_derivatives(self):
+        """d pdot / dq at fixed joint velocities, (3, nv)."""
+        return self.dV_dq[3:] + _cross(self.dV_dq[:3], self.p[:, None]) + _cross(self.V[:3][:, None], self.Jp)
+
+    def point_acceleration_derivatives(self):
+        """(d pddot / dq, d pddot / dv) at fixed joint accelerations, each (3, nv)."""
+        w = self.V[:3][:, None]
+        pdot = self.point_velocity()[:, None]
+        dpdot_dq = self.point_velocity_derivatives()
+        d_dq = (self.dA_dq[3:] + _cross(self.dA_dq[:3], self.p[:, None])
+                + _cross(self.A[:3][:, None], self.Jp) + _cross(self.dV_dq[:3], pdot) + _cross(w, dpdot_dq))
+        d_dv = (self.dA_dv[3:] + _cross(self.dA_dv[:3], self.p[:, None]) + _cross(self.J[:3], pdot)
+                + _cross(w, self.Jp))
+        return d_dq, d_dv
+
+
+class _Rows:
+    """The constraint rows of one contact at (q, v, a), from its two sides."""
+
+    def __init__(self, contact, s1, s2):
+        self.contact, self.s1, self.s2 = contact, s1, s2
+        self.local = contact.reference == "local"
+
+    def jacobian(self):
+        s1, s2 = self.s1, self.s2
+        if self.contact.kind == "point":
+            J = s1.Jp - s2.Jp
+            return s1.R.T @ J if self.local else J
+        if self.local:
+            return _to_local(s1.R, s1.p, s1.J - s2.J)
+        return _at_point(s1.p, s1.J - s2.J)
+
+    def acceleration(self):
+        """alpha = J a + gamma, the constraint acceleration (Pinocchio's drift at a = 0)."""
+        s1, s2 = self.s1, self.s2
+        if self.contact.kind == "point":
+            acc = s1.point_acceleration() - s2.point_acceleration()
+            return s1.R.T @ acc if self.local else acc
+        if self.local:
+            u = _to_local(s1.R, s1.p, s1.V - s2.V)
+            return _to_local(s1.R, s1.p, s1.A - s2.A) + _crm(u, _to_local(s1.R, s1.p, s2.V))
+        return _at_point(s1.p, s1.A - s2.A)
+
+    def baumgarte(self):
+        """c = -kp e_p - kd e_v (zero without gains)."""
+        c = self.contact
+        if not c.baumgarte:
+            return np.zeros(c.dim)
+        s1, s2 = self.s1, self.s2
+        if c.kind == "point":
+            e_p = s1.R.T @ (s1.p - s2.p)
+            e_v = s1.R.T @ (s1.point_velocity() - s2.point_velocity())
+        else:
+            T12 = np.eye(4)
+            T12[:3, :3] = s1.R.T @ s2.R
+            T12[:3, 3] = s1.R.T @ (s2.p - s1.p)
+            e_p = -log_se3(T12)
+            e_v = _to_local(s1.R, s1.p, s1.V - s2.V)
+        out = -c.kp * e_p - c.kd * e_v
+        if self.local:
+            return out
+        if c.kind == "point":
+            return s1.R @ out
+        return np.concatenate([s1.R @ out[:3], s1.R @ out[3:]])
+
+    def velocity_derivatives(self):
+        """d u / dq at fixed joint velocities (the sides' twists built with those velocities)."""
+        s1, s2 = self.s1, self.s2
+        if self.contact.kind == "point":
+            d = s1.point_velocity_derivatives() - s2.point_velocity_derivatives()
+            if not self.local:
+                return d
+            # d R1^T / dq_k = -R1^T [w_k]: R1^T (d - w_k x u_world)
+            u = s1.point_velocity() - s2.point_velocity()
+            return s1.R.T @ (d - _cross(s1.J[:3], u[:, None]))
+        dV = s1.dV_dq - s2.dV_dq
+        if self.local:
+            # d Ad^-1 / dq_k = -Ad^-1 ad(S1_k): Ad^-1 (dV_k - S1_k x V)
+            return _to_local(s1.R, s1.p, dV + _crm(s1.V - s2.V, s1.J))
+        out = _at_point(s1.p, dV)
+        out[3:] += _cross((s1.V - s2.V)[:3][:, None], s1.Jp)
+        return out
+
+    def acceleration_derivatives(self):
+        """(d alpha / dq, d alpha / dv) at fixed joint accelerations."""
+        s1, s2 = self.s1, self.s2
+        if self.contact.kind == "point":
+            d1q, d1v = s1.point_acceleration_derivatives()
+            d2q, d2v = s2.point_acceleration_derivatives()
+            dq, dv = d1q - d2q, d1v - d2v
+            if not self.local:
+                return dq, dv
+            acc = s1.point_acceleration() - s2.point_acceleration()
+            return s1.R.T @ (dq - _cross(s1.J[:3], acc[:, None])), s1.R.T @ dv
+        dA_dq = s1.dA_dq - s2.dA_dq
+        dA_dv = s1.dA_dv - s2.dA_dv
+        if not self.local:
+            dq = _at_point(s1.p, dA_dq)
+            dq[3:] += _cross((s1.A - s2.A)[:3][:, None], s1.Jp)
+            return dq, _at_point(s1.p, dA_dv)
+        R, p = s1.R, s1.p
+        # alpha = Ad^-1 (A1 - A2) + u x w2, u = Ad^-1 (V1 - V2), w2 = Ad^-1 V2
+        u = _to_local(R, p, s1.V - s2.V)
+        w2 = _to_local(R, p, s2.V)
+        du_dq = _to_local(R, p, s1.dV_dq - s2.dV_dq + _crm(s1.V - s2.V, s1.J))
+        dw2_dq = _to_local(R, p, s2.dV_dq + _crm(s2.V, s1.J))
+        dq = (_to_local(R, p, dA_dq + _crm(s1.A - s2.A, s1.J)) - _crm(w2, du_dq) + _crm(u, dw2_dq))
+        du_dv = _to_local(R, p, s1.J - s2.J)
+        dv = _to_local(R, p, dA_dv) - _crm(w2, du_dv) + _crm(u, _to_local(R, p, s2.J))
+        return dq, dv
+
+    def applied_forces(self, lam):
+        """[(body, F, dF/dq)]: the world wrenches (at the root origin) the contact force lam puts on
+        the two bodies, and their derivatives at fixed lam, (6, nv)."""
+        s1, s2 = self.s1, self.s2
+        nv = s1.J.shape[1]
+        if self.contact.kind == "point":
+            f = s1.R @ lam if self.local else lam
+            df = _cross(s1.J[:3], f[:, None]) if self.local else np.zeros((3, nv))
+            out = []
+            for side, sign in ((s1, 1.0), (s2, -1.0)):
+                F = sign * np.concatenate([_cross(side.p, f), f])
+                dF = sign * np.concatenate([_cross(side.Jp, f[:, None]) + _cross(side.p[:, None], df), df])
+                out.append((side.body, F, dF))
+            return out
+        if self.local:
+            # lam = [n; f] in frame 1: the world wrench Ad^-T lam moves with body 1
+            R, p = s1.R, s1.p
+            f = R @ lam[3:]
+            F = np.concatenate([R @ lam[:3] + _cross(p, f), f])
+            dF = _crf_columns(s1.J, F)
+        else:
+            # lam = [n; f] at p1 in world axes: F = [n + p1 x f; f]
+            F = np.concatenate([lam[:3] + _cross(s1.p, lam[3:]), lam[3:]])
+            dF = np.zeros((6, nv))
+            dF[:3] = _cross(s1.Jp, lam[3:][:, None])
+        return [(s1.body, F, dF), (s2.body, -F, -dF)]
+
+
+def _crf_columns(S, F):
+    """Columns S_k x* F for motion vectors S (6, n) and one force F (6,)."""
+    out = np.empty(S.shape)
+    out[:3] = _cross(S[:3], F[:3][:, None]) + _cross(S[3:], F[3:][:, None])
+    out[3:] = _cross(S[:3], F[3:][:, None])
+    return out
+
+
+def _check_contacts(model, contacts):
+    if isinstance(contacts, Contact):
+        contacts = [contacts]
+    try:
+        contacts = list(contacts)
+    except TypeError:
+        raise ValueError(f"contacts must be a list of dyn_control.Contact, got "
+                         f"{type(contacts).__name__}") from None
+    if not contacts:
+        raise ValueError("contacts is empty: give at least one Contact")
+    for c in contacts:
+        if not isinstance(c, Contact):
+            raise ValueError(f"contacts must hold dyn_control.Contact objects, got {type(c).__name__}")
+    if model.coupling is not None:
+        raise ValueError("contacts on models with coupled mimic joints are not supported")
+    resolved = []
+    for c in contacts:
+        f1 = model.frame_id(c.frame)
+        f2 = None if c.other is None else model.frame_id(c.other)
+        if f2 is not None and model._frame_body[f1] == model._frame_body[f2]:
+            raise ValueError(f"contact {c}: both frames are on the same body, the constraint is empty")
+        resolved.append((c, f1, f2))
+    return resolved
+
+
+def _rows(model, data, q, v, a, resolved):
+    """The contacts' rows at (q, v, a) (world motion computed once)."""
+    if not _ct.world_motion(model._parents, model._screw_axes, model._home_R, model._home_p, q, v, a,
+                            data.R, data.p, data.oR, data.op, data.ct_oS, data.ct_oV, data.ct_oA,
+                            data.tmp6):
+        raise non_finite_error(q=q, v=v, a=a)
+    rows = []
+    for c, f1, f2 in resolved:
+        s1 = _Side(model, data, f1, None)
+        s2 = _Side(model, data, f2, c.anchor)
+        s1.differentiate(model, data)
+        s2.differentiate(model, data)
+        rows.append(_Rows(c, s1, s2))
+    return rows
+
+
+def _stack(rows, method):
+    return np.concatenate([getattr(r, method)() for r in rows])
+
+
+def _force_torque_derivatives(model, data, rows, lam):
+    """d (J^T lam) / dq at fixed lam, (nv, nv)."""
+    out = np.zeros((model.nv, model.nv))
+    start = 0
+    for r in rows:
+        m = r.contact.dim
+        for body, F, dF in r.applied_forces(lam[start:start + m]):
+            if body >= 0:
+                _ct.add_force_torque_derivatives(model._parents, data.ct_oS, body, F, dF, 1.0, data.tmp6, out)
+        start += m
+    return out
+
+
+def _solve(M, J, rhs_dynamics, rhs_constraint):
+    """(x, y) with M x - J^T y = rhs_dynamics, J x = rhs_constraint (columns allowed).
+
+    With M positive definite: y from the Delassus system J M^-1 J^T y = rhs_constraint -
+    J M^-1 rhs_dynamics (its pseudo-inverse when rows are redundant: the minimum-norm forces).
+    A singular M (a massless body, such as the cut copy of a loop closure) leaves the joint space
+    to the constraints: then the KKT matrix is solved whole, in the least-squares sense."""
+    L = np.linalg.cholesky(M) if np.all(np.diag(M) > 0.0) else None
+    if L is not None and np.min(np.diag(L)) ** 2 > _SINGULAR * np.max(np.diag(M)):
+        Minv_JT = cho_solve((L, True), J.T)
+        x_free = cho_solve((L, True), rhs_dynamics)
+        G = J @ Minv_JT
+        w, U = np.linalg.eigh(G)
+        keep = w > _SINGULAR * max(w[-1], 1e-300)
+        y = (U[:, keep] / w[keep]) @ (U[:, keep].T @ (rhs_constraint - J @ x_free))
+        return x_free + Minv_JT @ y, y
+    nv, m = M.shape[0], J.shape[0]
+    K = np.zeros((nv + m, nv + m))
+    K[:nv, :nv] = M
+    K[:nv, nv:] = -J.T
+    K[nv:, :nv] = J
+    solution = np.linalg.lstsq(K, np.concatenate([rhs_dynamics, rhs_constraint]), rcond=_SINGULAR)[0]
+    return solution[:nv], solution[nv:]
+
+
+def _check_state(model, data, q, v, name_v="v"):
+    check_model_data(model, data)
+    q = as_vector("q", q, model.nv)
+    v = as_vector(name_v, v, model.nv)
+    return q, v
+
+
+def constrained_dynamics(model, data, q, v, tau, contacts):
+    """Forward dynamics under rigid contacts and loop closures (KKT system, seed sec. XI):
+    (a, lam) with M a + b(q, v) = tau + J^T lam and J a + gamma(q, v) = c (Baumgarte, zero by
+    default). lam stacks the contacts' forces in their order: 3 per "point" contact, [n; f] per
+    "frame" contact, in the contact's reference axes. New arrays."""
+    q, v = _check_state(model, data, q, v)
+    tau = as_vector("tau", tau, model.nv)
+    resolved = _check_contacts(model, contacts)
+    zero = np.zeros(model.nv)
+    rows = _rows(model, data, q, v, zero, resolved)
+    if not np.all(np.isfinite(tau)):
+        raise non_finite_error(tau=tau)
+    J = _stack(rows, "jacobian")
+    gamma = _stack(rows, "acceleration")
+    c = _stack(rows, "baumgarte")
+    M = crba(model, data, q).copy()
+    b = nonlinear_effects(model, data, q, v).copy()
+    return _solve(M, J, tau - b, c - gamma)
+
+
+def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
+    """First-order derivatives of `constrained_dynamics` (seed sec. XI.1, eqs. 314-319):
+    (da_dq, da_dv, da_dtau, dlam_dq, dlam_dv, dlam_dtau). Differentiating the KKT system,
+        [M  -J^T] [da  ]     [d(ID(q, v, a) - J^T lam)/dx]
+        [J    0 ] [dlam] = - [d(J a + gamma)/dx          ]  (+ [I; 0] for tau),
+    with the inverse-dynamics derivatives at the solution a and the contact forces held fixed
+    in their reference axes. Needs zero Baumgarte gains."""
+    q, v = _check_state(model, data, q, v)
+    tau = as_vector("tau", tau, model.nv)
+    resolved = _check_contacts(model, contacts)
+    for c, _, _ in resolved:
+        if c.baumgarte:
+            raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
+    a, lam = constrained_dynamics(model, data, q, v, tau, contacts)
+    rows = _rows(model, data, q, v, a, resolved)
+    J = _stack(rows, "jacobian")
+    dalpha = [r.acceleration_derivatives() for r in rows]
+    dalpha_dq = np.concatenate([d[0] for d in dalpha])
+    dalpha_dv = np.concatenate([d[1] for d in dalpha])
+    dforce_dq = _force_torque_derivatives(model, data, rows, lam)
+    dtau_dq, dtau_dv, M = (x.copy() for x in rnea_derivatives(model, data, q, v, a))
+    M = np.triu(M) + np.triu(M, 1).T
+    nv, m = model.nv, J.shape[0]
+    rhs_dynamics = np.concatenate([-(dtau_dq - dforce_dq), -dtau_dv, np.eye(nv)], axis=1)
+    rhs_constraint = np.concatenate([-dalpha_dq, -dalpha_dv, np.zeros((m, nv))], axis=1)
+    da, dlam = _solve(M, J, rhs_dynamics, rhs_constraint)
+    return (da[:, :nv], da[:, nv:2 * nv], da[:, 2 * nv:], dlam[:, :nv], dlam[:, nv:2 * nv],
+            dlam[:, 2 * nv:])
+
+
+def _check_restitution(restitution):
+    try:
+        e = float(restitution)
+    except (TypeError, ValueError):
+        raise ValueError(f"restitution must be a number in [0, 1], got {restitution!r}") from None
+    if not 0.0 <= e <= 1.0:
+        raise ValueError(f"restitution must be in [0, 1], got {restitution!r}")
+    return e
+
+
+def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
+    """Velocity jump of a rigid impact (seed sec. XII, eq. 422): (v_plus, impulses) with
+    M (v_plus - v_minus) = J^T impulses and J v_plus = -restitution J v_minus; impulses stacked
+    like the forces of `constrained_dynamics`. New arrays."""
+    q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
+    e = _check_restitution(restitution)
+    resolved = _check_contacts(model, contacts)
+    zero = np.zeros(model.nv)
+    rows = _rows(model, data, q, v_minus, zero, resolved)
+    J = _stack(rows, "jacobian")
+    M = crba(model, data, q).copy()
+    dv, impulses = _solve(M, J, np.zeros(model.nv), -(1.0 + e) * (J @ v_minus))
+    return v_minus + dv, impulses
+
+
+def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=0.0):
+    """First-order derivatives of `impulse_dynamics` (seed sec. XII.1, eqs. 424-430):
+    (dv_plus_dq, dv_plus_dv_minus, dimpulses_dq, dimpulses_dv_minus). Differentiating
+        M (v+ - v-) - J^T Lambda = 0,   J (v+ + e v-) = 0
+    gives [M -J^T; J 0] [dv+; dLambda] = [-d(M dv)/dq + d(J^T Lambda)/dq; -d(J w)/dq] in q, with
+    dv = v+ - v- and w = v+ + e v- held fixed, and = [M; -e J] in v-."""
+    q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
+    e = _check_restitution(restitution)
+    resolved = _check_contacts(model, contacts)
+    v_plus, impulses = impulse_dynamics(model, data, q, v_minus, contacts, e)
+    nv = model.nv
+    zero = np.zeros(nv)
+    # d(J w)/dq at fixed w: the rows' velocity derivatives with the sides' twists built from w
+    rows = _rows(model, data, q, v_plus + e * v_minus, zero, resolved)
+    J = _stack(rows, "jacobian")
+    du_dq = np.concatenate([r.velocity_derivatives() for r in rows])
+    dforce_dq = _force_torque_derivatives(model, data, rows, impulses)
+    # d(M dv)/dq at fixed dv: inverse dynamics at (v = 0, a = dv) less its gravity part
+    dMdv_dq = rnea_derivatives(model, data, q, zero, v_plus - v_minus)[0].copy()
+    dMdv_dq -= rnea_derivatives(model, data, q, zero, zero)[0]
+    M = crba(model, data, q).copy()
+    rhs_dynamics = np.concatenate([-dMdv_dq + dforce_dq, M], axis=1)
+    rhs_constraint = np.concatenate([-du_dq, -e * J], axis=1)
+    dv_plus, dimpulses = _solve(M, J, rhs_dynamics, rhs_constraint)
+    return dv_plus[:, :nv], dv_plus[:, nv:], dimpulses[:, :nv], dimpulses[:, nv:]
