@@ -86,8 +86,9 @@ class Contact:
 
 
 def _cross(a, b):
-    """3-vector cross products along axis 0 (b may be (3,) or (3, n))."""
-    return np.cross(a, b, axis=0)
+    """3-vector cross products along axis 0, broadcasting (3,), (3, 1) and (3, n) operands
+    (written out: np.cross costs more than the arithmetic at these sizes)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 def _crm(m, X):
@@ -370,8 +371,11 @@ def _solve(M, J, rhs_dynamics, rhs_constraint):
     to the constraints: then the KKT matrix is solved whole, in the least-squares sense."""
     L = np.linalg.cholesky(M) if np.all(np.diag(M) > 0.0) else None
     if L is not None and np.min(np.diag(L)) ** 2 > _SINGULAR * np.max(np.diag(M)):
-        Minv_JT = cho_solve((L, True), J.T)
-        x_free = cho_solve((L, True), rhs_dynamics)
+        m = J.shape[0]
+        solved = cho_solve((L, True), np.column_stack([J.T, rhs_dynamics]))
+        Minv_JT, x_free = solved[:, :m], solved[:, m:]
+        if rhs_dynamics.ndim == 1:
+            x_free = x_free[:, 0]
         G = J @ Minv_JT
         w, U = np.linalg.eigh(G)
         keep = w > _SINGULAR * max(w[-1], 1e-300)
