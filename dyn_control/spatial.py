@@ -255,6 +255,70 @@ def phi_to_parent_add(R, p, phi, out):
 
 
 
+@njit(cache=True)
+def body_coriolis(V, I, IV, B):
+    """B = 1/2 (V x* I + (I V) xbar - I (V x)) for a 6x6 inertia I and twist V (same frame), where
+    (f xbar) m = m x* f: the body-level Coriolis matrix (Echeandia and Wensing), linear in V.
+    IV receives I V."""
+    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    for r in range(6):
+        IV[r] = I[r, 0] * w0 + I[r, 1] * w1 + I[r, 2] * w2 + I[r, 3] * v0 + I[r, 4] * v1 + I[r, 5] * v2
+    n0, n1, n2, f0, f1, f2 = IV[0], IV[1], IV[2], IV[3], IV[4], IV[5]
+    for c in range(6):
+        # column c of crf(V) I: V x* (I e_c) ; of I crm(V): I (V x e_c)
+        a0, a1, a2, b0, b1, b2 = I[0, c], I[1, c], I[2, c], I[3, c], I[4, c], I[5, c]
+        x0 = w1 * a2 - w2 * a1 + v1 * b2 - v2 * b1
+        x1 = w2 * a0 - w0 * a2 + v2 * b0 - v0 * b2
+        x2 = w0 * a1 - w1 * a0 + v0 * b1 - v1 * b0
+        x3 = w1 * b2 - w2 * b1
+        x4 = w2 * b0 - w0 * b2
+        x5 = w0 * b1 - w1 * b0
+        B[0, c] = x0
+        B[1, c] = x1
+        B[2, c] = x2
+        B[3, c] = x3
+        B[4, c] = x4
+        B[5, c] = x5
+    for r in range(6):
+        # row r of I crm(V), crm(V) = [[ [w], 0], [[v], [w]]]: the row (a, b) of I times it is
+        # (a x w + b x v, b x w), since x^T [w] = (x x w)^T
+        a0, a1, a2, b0, b1, b2 = I[r, 0], I[r, 1], I[r, 2], I[r, 3], I[r, 4], I[r, 5]
+        y0 = a1 * w2 - a2 * w1 + b1 * v2 - b2 * v1
+        y1 = a2 * w0 - a0 * w2 + b2 * v0 - b0 * v2
+        y2 = a0 * w1 - a1 * w0 + b0 * v1 - b1 * v0
+        y3 = b1 * w2 - b2 * w1
+        y4 = b2 * w0 - b0 * w2
+        y5 = b0 * w1 - b1 * w0
+        B[r, 0] -= y0
+        B[r, 1] -= y1
+        B[r, 2] -= y2
+        B[r, 3] -= y3
+        B[r, 4] -= y4
+        B[r, 5] -= y5
+    # (f) xbar = [[-[n], -[f]], [-[f], 0]]
+    B[0, 1] += n2
+    B[0, 2] -= n1
+    B[1, 0] -= n2
+    B[1, 2] += n0
+    B[2, 0] += n1
+    B[2, 1] -= n0
+    B[0, 4] += f2
+    B[0, 5] -= f1
+    B[1, 3] -= f2
+    B[1, 5] += f0
+    B[2, 3] += f1
+    B[2, 4] -= f0
+    B[3, 1] += f2
+    B[3, 2] -= f1
+    B[4, 0] -= f2
+    B[4, 2] += f0
+    B[5, 0] += f1
+    B[5, 1] -= f0
+    for r in range(6):
+        for c in range(6):
+            B[r, c] *= 0.5
+
+
 # ----------------------------------------------------------------------------------------------
 # Allocating matrix forms, for set-up code and tests.
 

@@ -22,8 +22,8 @@ the work is O(n d^2) for depth d; the Hessian symmetries fill the mirrored entri
 """
 from numba import njit
 
-from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
-                       motion_to_parent, phi_to_parent_add, spatial_inertia_into)
+from ..spatial import (body_coriolis, cross_force, cross_motion, dot6, force_to_parent_add,
+                       inertia_times, motion_to_parent, phi_to_parent_add, spatial_inertia_into)
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
@@ -56,55 +56,6 @@ def _matTvec_add(A, x, scale, out):
     for c in range(6):
         out[c] += scale * (A[0, c] * x[0] + A[1, c] * x[1] + A[2, c] * x[2]
                            + A[3, c] * x[3] + A[4, c] * x[4] + A[5, c] * x[5])
-
-
-@njit(cache=True)
-def body_coriolis(V, I, IV, B):
-    """B = 1/2 (V x* I + (I V) xbar - I (V x)) for a 6x6 inertia I and twist V (same frame), where
-    (f xbar) m = m x* f: the body-level Coriolis matrix of eq. 14 (linear in V)."""
-    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
-    _matvec(I, V, IV)
-    n0, n1, n2, f0, f1, f2 = IV[0], IV[1], IV[2], IV[3], IV[4], IV[5]
-    for c in range(6):
-        # column c of V x* I: V x* (I e_c)
-        a0, a1, a2, b0, b1, b2 = I[0, c], I[1, c], I[2, c], I[3, c], I[4, c], I[5, c]
-        B[0, c] = w1 * a2 - w2 * a1 + v1 * b2 - v2 * b1
-        B[1, c] = w2 * a0 - w0 * a2 + v2 * b0 - v0 * b2
-        B[2, c] = w0 * a1 - w1 * a0 + v0 * b1 - v1 * b0
-        B[3, c] = w1 * b2 - w2 * b1
-        B[4, c] = w2 * b0 - w0 * b2
-        B[5, c] = w0 * b1 - w1 * b0
-    for r in range(6):
-        # row r of I (V x): the row (a, b) of I times V x is (a x w + b x v, b x w)
-        a0, a1, a2, b0, b1, b2 = I[r, 0], I[r, 1], I[r, 2], I[r, 3], I[r, 4], I[r, 5]
-        B[r, 0] -= a1 * w2 - a2 * w1 + b1 * v2 - b2 * v1
-        B[r, 1] -= a2 * w0 - a0 * w2 + b2 * v0 - b0 * v2
-        B[r, 2] -= a0 * w1 - a1 * w0 + b0 * v1 - b1 * v0
-        B[r, 3] -= b1 * w2 - b2 * w1
-        B[r, 4] -= b2 * w0 - b0 * w2
-        B[r, 5] -= b0 * w1 - b1 * w0
-    # (I V) xbar = [[-[n], -[f]], [-[f], 0]]
-    B[0, 1] += n2
-    B[0, 2] -= n1
-    B[1, 0] -= n2
-    B[1, 2] += n0
-    B[2, 0] += n1
-    B[2, 1] -= n0
-    B[0, 4] += f2
-    B[0, 5] -= f1
-    B[1, 3] -= f2
-    B[1, 5] += f0
-    B[2, 3] += f1
-    B[2, 4] -= f0
-    B[3, 1] += f2
-    B[3, 2] -= f1
-    B[4, 0] -= f2
-    B[4, 2] += f0
-    B[5, 0] += f1
-    B[5, 1] -= f0
-    for r in range(6):
-        for c in range(6):
-            B[r, c] *= 0.5
 
 
 @njit(cache=True)
