@@ -6,17 +6,14 @@ through the tree kernels and the coupling matrix G (q_tree = G q + offset, tau =
 """
 import numpy as np
 
-from .dynamics import (_coupled, _real_array, aba, as_vector, check_model_data, crba, external_forces,
-                       non_finite_error)
+from .dynamics import (aba, as_real_array, as_vector, check_model_data, coupled_tree_state, crba,
+                       external_forces, non_finite_error, require_finite)
 from .kernels import batch as _batch
 from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
 from .kernels import rnea_derivatives as _rnea_derivatives
 from .model import Model
 
-
-def _all_finite(*arrays):
-    return all(np.all(np.isfinite(x)) for x in arrays)
 
 
 def _regressor_tree(model, data, q, v, a, Y):
@@ -38,9 +35,8 @@ def regressor(model, data, q, v, a):
     a = as_vector("a", a, nv)
     if model.coupling is None:
         return _regressor_tree(model, data, q, v, a, data.Y)
-    if not _all_finite(q, v, a):
-        raise non_finite_error(q=q, v=v, a=a)
-    q_t, v_t, a_t = _coupled(model, data, q, v, a)
+    require_finite(q=q, v=v, a=a)
+    q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
     data.Y[:, :] = model.coupling.T @ _regressor_tree(model, data, q_t, v_t, a_t, data.Y_tree)
     return data.Y
 
@@ -67,9 +63,8 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     if G is None:
         _rnea_derivatives_tree(model, data, q, v, a, f_ext)
         return data.dtau_dq, data.dtau_dv, data.dtau_da
-    if not _all_finite(q, v, a):
-        raise non_finite_error(q=q, v=v, a=a)
-    _rnea_derivatives_tree(model, data, *_coupled(model, data, q, v, a), f_ext)
+    require_finite(q=q, v=v, a=a)
+    _rnea_derivatives_tree(model, data, *coupled_tree_state(model, data, q, v, a), f_ext)
     for out, tree in zip((data.dtau_dq, data.dtau_dv, data.dtau_da), data.derivatives_tree):
         out[:, :] = G.T @ tree @ G
     return data.dtau_dq, data.dtau_dv, data.dtau_da
@@ -146,7 +141,7 @@ def _batch_inputs(model, **arrays):
     nv = model.nv
     out = []
     for name, x in arrays.items():
-        x = _real_array(name, x, f"a (T, {nv}) array of real numbers")
+        x = as_real_array(name, x, f"a (T, {nv}) array of real numbers")
         T = out[0].shape[0] if out else (x.shape[0] if x.ndim == 2 else "T")
         if x.shape != (T, nv):
             raise ValueError(f"{name} must have shape ({T}, {nv}), got {x.shape}")

@@ -22,13 +22,13 @@ _REFERENCES = {"world": _kin.WORLD, "local": _kin.LOCAL, "local_world_aligned": 
 def as_vector(name, x, n):
     """x as a contiguous float64 (n,) array (finiteness is left to the kernel), or a ValueError."""
     if type(x) is not np.ndarray or x.dtype is not _F64 or not x.flags.c_contiguous:
-        x = _real_array(name, x, f"an array of {n} real numbers")
+        x = as_real_array(name, x, f"an array of {n} real numbers")
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     return x
 
 
-def _real_array(name, x, expected):
+def as_real_array(name, x, expected):
     if x is None or np.iscomplexobj(x):
         raise ValueError(f"{name} must be {expected}, got {type(x).__name__}")
     try:
@@ -39,7 +39,7 @@ def _real_array(name, x, expected):
 
 def as_finite_array(name, x, shape):
     """x as a contiguous float64 array of `shape` with finite entries, or a ValueError."""
-    x = _real_array(name, x, f"a {shape} array of real numbers")
+    x = as_real_array(name, x, f"a {shape} array of real numbers")
     if x.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
     if not np.all(np.isfinite(x)):
@@ -55,6 +55,12 @@ def non_finite_error(**arrays):
         if bad.size:
             parts.append(f"{name} at indices {bad.tolist()}")
     return ValueError("non-finite input (NaN or inf): " + "; ".join(parts))
+
+
+def require_finite(**arrays):
+    """Raise the named ValueError unless every array is finite (for paths no kernel screens)."""
+    if not all(np.all(np.isfinite(x)) for x in arrays.values()):
+        raise non_finite_error(**arrays)
 
 
 def check_model_data(model, data):
@@ -93,7 +99,7 @@ def crba_tree(model, data, q, M):
     return M
 
 
-def _coupled(model, data, q, v=None, a=None):
+def coupled_tree_state(model, data, q, v=None, a=None):
     """Tree coordinates of a mimic-coupled model: q_tree = G q + offset, v_tree = G v, a_tree = G a."""
     G = model.coupling
     data.q_tree[:] = G @ q + model.coupling_offset
@@ -120,9 +126,8 @@ def rnea(model, data, q, v, a, f_ext=None):
     f_ext = external_forces(model, data, f_ext)
     if model.coupling is None:
         return rnea_tree(model, data, q, v, a, f_ext, data.tau)
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
-        raise non_finite_error(q=q, v=v, a=a)
-    q_t, v_t, a_t = _coupled(model, data, q, v, a)
+    require_finite(q=q, v=v, a=a)
+    q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
     data.tau[:] = model.coupling.T @ rnea_tree(model, data, q_t, v_t, a_t, f_ext, data.tau_tree)
     return data.tau
 
@@ -146,10 +151,9 @@ def crba(model, data, q):
     q = as_vector("q", q, model.nv)
     if model.coupling is None:
         return crba_tree(model, data, q, data.M)
-    if not np.all(np.isfinite(q)):
-        raise non_finite_error(q=q)
+    require_finite(q=q)
     G = model.coupling
-    data.M[:, :] = G.T @ crba_tree(model, data, _coupled(model, data, q)[0], data.M_tree) @ G
+    data.M[:, :] = G.T @ crba_tree(model, data, coupled_tree_state(model, data, q)[0], data.M_tree) @ G
     return data.M
 
 
@@ -194,9 +198,8 @@ def coriolis_matrix(model, data, q, v):
     v = as_vector("v", v, model.nv)
     G = model.coupling
     if G is not None:
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-            raise non_finite_error(q=q, v=v)
-        q_t, v_t, _ = _coupled(model, data, q, v)
+        require_finite(q=q, v=v)
+        q_t, v_t, _ = coupled_tree_state(model, data, q, v)
     else:
         q_t, v_t = q, v
     C = data.C if G is None else data.C_tree
@@ -214,9 +217,8 @@ def _tree_q(model, data, q):
     q = as_vector("q", q, model.nv)
     if model.coupling is None:
         return q
-    if not np.all(np.isfinite(q)):
-        raise non_finite_error(q=q)
-    return _coupled(model, data, q)[0]
+    require_finite(q=q)
+    return coupled_tree_state(model, data, q)[0]
 
 
 def forward_kinematics(model, data, q):

@@ -9,7 +9,8 @@ import os
 
 import numpy as np
 
-from .dynamics import _coupled, as_vector, check_model_data, external_forces, non_finite_error
+from .dynamics import (as_vector, check_model_data, coupled_tree_state, external_forces, non_finite_error,
+                       require_finite)
 from .inertia.mesh import mesh_inertia
 from .inertia.parameters import transform_phi
 from .kernels import twist_derivatives as _twist
@@ -39,9 +40,8 @@ def twist_derivatives(model, data, q, v, a, f_ext=None):
     G = model.coupling
     if G is None:
         return _twist_derivatives_tree(model, data, q, v, a, f_ext, data.dtau_deta)
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
-        raise non_finite_error(q=q, v=v, a=a)
-    q_t, v_t, a_t = _coupled(model, data, q, v, a)
+    require_finite(q=q, v=v, a=a)
+    q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
     data.dtau_deta[:, :] = G.T @ _twist_derivatives_tree(model, data, q_t, v_t, a_t, f_ext,
                                                          data.dtau_deta_tree)
     return data.dtau_deta

@@ -7,7 +7,8 @@ matrix G (q_tree = G q + offset, tau = G^T tau_tree), contracted on every index.
 """
 import numpy as np
 
-from .dynamics import _coupled, aba, as_vector, check_model_data, external_forces, non_finite_error
+from .dynamics import (aba, as_vector, check_model_data, coupled_tree_state, external_forces,
+                       non_finite_error, require_finite)
 from .kernels import rnea_second_derivatives as _so
 
 
@@ -28,9 +29,8 @@ def _inverse_dynamics_second(model, data, q, v, a, f_ext):
     if G is None:
         _second_tree(model, data, q, v, a, f_ext)
         return data.so_first
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
-        raise non_finite_error(q=q, v=v, a=a)
-    q_t, v_t, a_t = _coupled(model, data, q, v, a)
+    require_finite(q=q, v=v, a=a)
+    q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
     _second_tree(model, data, q_t, v_t, a_t, f_ext)
     for tree, out in zip(data.so_second, (data.d2tau_dq2, data.d2tau_dv2, data.d2tau_dqdv, data.dM_dq)):
         out[:, :, :] = np.einsum("ijk,ia,jb,kc->abc", tree, G, G, G, optimize=True)
