@@ -403,35 +403,53 @@ class ControllerNode(LifecycleNode):
             self._publish_state()
         if c.gradient_period and c.tick % c.gradient_period == 0 and c.gradient.count:
             c.gradient.gradient(out=c.gradient_out)
-            c.gradient_msg.data = c.gradient_out
-            c.gradient_pub.publish(c.gradient_msg)
+            if np.isfinite(c.gradient_out).all():
+                c.gradient_msg.data = c.gradient_out
+                c.gradient_pub.publish(c.gradient_msg)
+            else:
+                c.gradient.clear()
 
     def _on_sample(self, now):
         """A new accepted joint state: start the reference clock, update the estimators."""
         c = self._configured
         reader = c.reader
-        q, v = reader.q, reader.v
         if c.start_stamp is None:
             c.start_stamp = reader.stamp
-            c.centre[:] = q
+            c.centre[:] = reader.q
             if c.reference_position:
                 c.centre[c.controlled] = per_joint("reference.position", c.reference_position, len(c.controlled))
-            c.observer.reset(q, v)
+            self._reset_estimators()
+        elif (reader.stamp - c.previous_stamp) * 1e-9 > c.watchdog_timeout:
+            self._reset_estimators()    # after a gap the momentum balance starts over
         else:
-            dt = (reader.stamp - c.previous_stamp) * 1e-9
-            if dt > c.watchdog_timeout:
-                c.observer.reset(q, v)      # after a gap the momentum balance starts over
-                c.acceleration.reset()
-            else:
-                # the torque applied over the last step: measured, else what we commanded
-                c.tau_applied[:] = reader.effort if reader.has_effort else c.tau
-                c.observer.dt = dt
-                c.observer.update(q, v, c.tau_applied, out=c.tau_ext)
-                a = c.acceleration.update(v)
-                if c.gradient_period:
-                    c.gradient.add_sample(q, v, a, c.tau_applied)
+            try:
+                self._update_estimators((reader.stamp - c.previous_stamp) * 1e-9)
+            except ValueError:          # a state so extreme that the estimates overflow
+                c.estimator_resets += 1
+                self._reset_estimators()
         c.previous_stamp = reader.stamp
         c.last_sample_time = now
+
+    def _update_estimators(self, dt):
+        """Momentum observer, acceleration filter and gradient window over one sample step."""
+        c = self._configured
+        q, v = c.reader.q, c.reader.v
+        # the torque applied over the last step: measured, else what we commanded
+        c.tau_applied[:] = c.reader.effort if c.reader.has_effort else c.tau
+        c.observer.dt = dt
+        c.observer.update(q, v, c.tau_applied, out=c.tau_ext)
+        if not np.isfinite(c.tau_ext).all():
+            raise ValueError("non-finite external torque estimate")
+        a = c.acceleration.update(v)
+        if c.gradient_period:
+            c.gradient.add_sample(q, v, a, c.tau_applied)
+
+    def _reset_estimators(self):
+        c = self._configured
+        c.observer.reset(c.reader.q, c.reader.v)
+        c.tau_ext[:] = 0.0
+        c.acceleration.reset()
+        c.gradient.clear()
 
     def _reference(self, t, q, v):
         """q_d, v_d, a_d at time t [s] since the first joint state; joints not controlled follow
@@ -479,7 +497,10 @@ class ControllerNode(LifecycleNode):
         set_stamp(x.header.stamp, stamp)
         x.effort = c.tau_ext
         c.external_pub.publish(x)
-        w = wrench_from_joint_torque(c.model, c.wrench_data, reader.q, c.tau_ext, c.frame, c.wrench_damping)
+        try:
+            w = wrench_from_joint_torque(c.model, c.wrench_data, reader.q, c.tau_ext, c.frame, c.wrench_damping)
+        except (ValueError, np.linalg.LinAlgError):
+            return      # a state so extreme that the Jacobian overflows: no estimate this time
         m = c.wrench_msg
         set_stamp(m.header.stamp, stamp)
         m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z = float(w[0]), float(w[1]), float(w[2])
@@ -513,6 +534,7 @@ class ControllerNode(LifecycleNode):
             values["last rejection"] = c.reader.last_rejection or c.last_rejection
             values["watchdog trips"] = c.watchdog_trips
             values["non-finite commands replaced"] = c.non_finite_commands
+            values["estimator resets"] = c.estimator_resets
         if self.compile_time is not None:
             values["kernel compile time [s]"] = f"{self.compile_time:.3f}"
         if self.state == "active" and self.loop is not None:
@@ -551,6 +573,7 @@ class _Configured:
     last_rejection = ""
     watchdog_trips = 0
     non_finite_commands = 0
+    estimator_resets = 0
     reference_point = None
     safe = False
 

@@ -6,11 +6,13 @@ themselves, once per tick, from subscriptions in a callback group that no execut
 (the role a realtime buffer plays in ros2_control): about 20 us per message.
 """
 from rclpy.callback_groups import CallbackGroup
-from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
-                       qos_profile_sensor_data)
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-# /joint_states in: best effort, keep last 5 (matches reliable and best-effort publishers)
-SENSOR_DATA = qos_profile_sensor_data
+# /joint_states in: sensor-data QoS (best effort, so it matches reliable and best-effort publishers)
+# but keep the last 50: the loop reads every queued state in order, so that the momentum observer
+# integrates over each step even after the loop thread was held up for tens of milliseconds
+SENSOR_DATA = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50, reliability=ReliabilityPolicy.BEST_EFFORT,
+                         durability=DurabilityPolicy.VOLATILE)
 # commands out: reliable, keep last 1 (ros2_control's forward controllers subscribe reliable)
 COMMAND = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # commands in (simulator): best effort keep last 1, only the newest command matters

@@ -1,0 +1,112 @@
+"""Acceptance: the controller closes the loop over real DDS with the simulator node.
+
+Each case runs `dyn-control bringup` in this process (controller and simulator on their own loop
+threads, MultiThreadedExecutor) for a few seconds and records /joint_states, ~/desired,
+~/wrench_estimate and ~/applied_wrench. Ground truth comes from the simulator's topics, never from
+the controller: the tracking error pairs the controller's desired position with the simulated joint
+position of the same stamp (the controller stamps ~/desired with the joint state it used), and the
+force estimate is compared with what the simulator reports it applied.
+
+Timeline on the stamps (t = 0 at the first ~/desired): sine reference 0.3 rad, 0.5 Hz on every
+joint; tracking measured from 2 s to the onset of a 10 N tip force that the simulator applies from
+3.5 s on its own clock (the onset is read from ~/applied_wrench); the estimate is checked with no
+force from 1 s to the onset, and from 0.5 s after the onset on.
+"""
+import numpy as np
+import pytest
+
+import dyn_control as dc
+from oracles import robot_urdf
+from ros_harness import run_closed_loop
+
+pytestmark = pytest.mark.ros
+
+ROBOTS = {
+    # urdf, tool frame, initial positions (away from singularities and joint limits)
+    "arm7": (dc.bundled_urdf("arm7"), "arm7_tool", [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]),
+    "ur5": (robot_urdf("ur5_robot"), "tool0", [0.0, -1.2, 1.5, -1.9, -1.57, 0.3]),
+}
+TRACKING_TOLERANCE = {"builtin": 1e-3, "mujoco": 5e-3}   # [rad] RMS after 2 s
+AMPLITUDE, FREQUENCY = 0.3, 0.5
+FORCE = [0.0, 0.0, -10.0]
+PULSE_START, RUN_TIME = 3.5, 5.4
+TRACKING_START, NO_FORCE_START = 2.0, 1.0
+SETTLING = 0.5
+
+
+def parameters(robot, backend):
+    urdf, frame, q0 = ROBOTS[robot]
+    controller = {
+        "urdf_path": urdf, "rate_hz": 1000.0, "gains.kp": 400.0, "gains.kd": 40.0,
+        "reference.type": "sine", "reference.amplitude": AMPLITUDE, "reference.frequency": FREQUENCY,
+        "estimator.frame": frame, "estimator.gain": 50.0, "state_publish_period": 5,
+    }
+    simulator = {
+        "urdf_path": urdf, "backend": backend, "rate_hz": 1000.0, "initial_positions": q0,
+        "external_wrench.schedule.start": [PULSE_START], "external_wrench.schedule.end": [100.0],
+        "external_wrench.schedule.frame": [frame], "external_wrench.schedule.force": FORCE,
+    }
+    return {"dyn_controller": controller, "dyn_simulator": simulator}
+
+
+@pytest.fixture(scope="module", params=[("arm7", "builtin"), ("ur5", "builtin"), ("arm7", "mujoco"),
+                                        ("ur5", "mujoco")], ids=lambda p: "-".join(p))
+def run(request, tmp_path_factory):
+    robot, backend = request.param
+    monitor = run_closed_loop(tmp_path_factory.mktemp(f"{robot}_{backend}"), parameters(robot, backend), RUN_TIME)
+    r = monitor.recorder
+    t0 = r.stamps("desired").min()
+    applied_t = r.stamps("applied_wrench")
+    applied = r.values("applied_wrench")
+    pushing = np.linalg.norm(applied[:, 3:], axis=1) > 0
+    assert pushing.any(), "the simulator never applied the force"
+    onset = applied_t[pushing].min()
+    return {"robot": robot, "backend": backend, "recorder": r, "t0": t0, "onset": onset,
+            "applied_t": applied_t, "applied": applied}
+
+
+def seconds(run, stamps):
+    return (stamps - run["t0"]) * 1e-9
+
+
+def test_tracking_error_rms(run):
+    t, error = run["recorder"].tracking_error()
+    window = (seconds(run, t) >= TRACKING_START) & (t < run["onset"])
+    assert window.sum() > 100, f"only {window.sum()} paired samples in the tracking window"
+    rms = float(np.sqrt(np.mean(error[window] ** 2)))
+    assert rms < TRACKING_TOLERANCE[run["backend"]], f"RMS tracking error {rms:.3e} rad"
+
+
+def test_reference_is_the_commanded_sine(run):
+    """The tracked reference really moves: every desired (q_d, v_d) lies on the sine of 0.3 rad
+    about the initial position (the simulator holds the robot there until the first command), and
+    its phase advances at 2 pi 0.5 Hz along the stamps."""
+    r = run["recorder"]
+    s = seconds(run, r.stamps("desired"))
+    omega = 2 * np.pi * FREQUENCY
+    sine = (r.values("desired", 0) - ROBOTS[run["robot"]][2]) / AMPLITUDE
+    cosine = r.values("desired", 1) / (AMPLITUDE * omega)
+    np.testing.assert_allclose(sine ** 2 + cosine ** 2, 1.0, atol=1e-9)
+    phase = np.arctan2(sine, cosine)
+    drift = np.angle(np.exp(1j * (phase - phase[0] - omega * (s - s[0])[:, None])))
+    np.testing.assert_allclose(drift, 0.0, atol=1e-6)
+
+
+def test_force_estimate_follows_the_applied_force(run):
+    r = run["recorder"]
+    t = r.stamps("wrench_estimate")
+    after = t >= run["onset"] + SETTLING * 1e9
+    assert after.sum() > 40, f"only {after.sum()} estimates from {SETTLING} s after the onset on"
+    applied = run["applied"][np.searchsorted(run["applied_t"], t[after])][:, 3:]
+    np.testing.assert_allclose(applied, np.tile(FORCE, (after.sum(), 1)))
+    error = np.linalg.norm(r.values("wrench_estimate")[after, 3:] - applied, axis=1)
+    assert error.max() <= 0.1 * np.linalg.norm(FORCE), f"worst force error {error.max():.3f} N"
+
+
+def test_force_estimate_without_force(run):
+    r = run["recorder"]
+    t = r.stamps("wrench_estimate")
+    window = (seconds(run, t) >= NO_FORCE_START) & (t < run["onset"])
+    assert window.sum() > 100
+    force = np.linalg.norm(r.values("wrench_estimate")[window, 3:], axis=1)
+    assert force.max() < 0.5, f"largest estimated force without contact {force.max():.3f} N"

@@ -1,0 +1,324 @@
+"""Acceptance: the controller's safety rules, each with an injected fault, judged by the effort it
+publishes on the command topic.
+
+The controller (dyn_controller, arm7, hold reference, 500 Hz) runs in this process on its loop
+thread, spun by a MultiThreadedExecutor; a test node publishes /joint_states at 200 Hz (a constant
+state, or faulty messages) and reads /effort_controller/commands and /diagnostics over DDS.
+Expected efforts come from Pinocchio: computed torque rnea(q, v, kp (q_d - q) - kd v) for a valid
+state, g(q) - D v in safe mode, both clipped to the URDF effort limits.
+"""
+import threading
+import time
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import ros_harness  # noqa: F401  (this process's own ROS domain)
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+import dyn_control as dc
+from dyn_control.nodes import qos
+from dyn_control.nodes.controller import PARAMETERS, ControllerNode
+from oracles import OURS_FROM_PIN_PARAM
+
+pytestmark = pytest.mark.ros
+
+URDF = dc.bundled_urdf("arm7")
+MODEL = dc.load_urdf(URDF)
+JOINTS = list(MODEL.joint_names)
+HOLD = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+Q = HOLD + np.array([0.02, -0.03, 0.01, 0.02, -0.01, 0.03, 0.02])   # the published state
+V = np.array([0.1, -0.05, 0.08, 0.02, -0.1, 0.05, 0.1])
+EFFORT = np.array([1.0, -20.0, 2.0, 15.0, 0.5, 1.0, 0.1])             # the "measured" effort
+KP, KD, DAMPING = 400.0, 40.0, 2.0
+RATE_HZ = 500.0
+WINDOW = 50
+LIMITS = np.asarray(MODEL.effort_limit)
+PIN_MODEL = pin.buildModelFromUrdf(URDF)
+PIN_DATA = PIN_MODEL.createData()
+
+
+def computed_torque(kp=KP, kd=KD, q_d=HOLD, v_d=np.zeros(7), a_d=np.zeros(7)):
+    a = a_d + kp * (q_d - Q) + kd * (v_d - V)
+    return np.clip(pin.rnea(PIN_MODEL, PIN_DATA, Q, V, a), -LIMITS, LIMITS)
+
+
+def gravity_and_damping():
+    return np.clip(pin.computeGeneralizedGravity(PIN_MODEL, PIN_DATA, Q) - DAMPING * V, -LIMITS, LIMITS)
+
+
+def controller_parameters(**changes):
+    values = {"urdf_path": URDF, "rate_hz": RATE_HZ, "gains.kp": KP, "gains.kd": KD,
+              "reference.type": "hold", "reference.position": HOLD.tolist(), "watchdog_timeout": 0.05,
+              "safe_mode": "gravity", "safe_mode_damping": DAMPING, "gradient.period": 50,
+              "gradient.window": WINDOW, "state_publish_period": 5}
+    values.update(changes)
+    return [Parameter(name, value=value) for name, value in values.items()]
+
+
+class Injector:
+    """The test's side of the wire: publishes joint states from a 200 Hz thread (message() gives
+    each one; None: silence), reads commands, gradients and diagnostics."""
+
+    def __init__(self, context):
+        self.node = rclpy.create_node("fault_injector", context=context)
+        self.joint_states = self.node.create_publisher(JointState, "/joint_states", 10)
+        self.reference = self.node.create_publisher(JointTrajectoryPoint, "/dyn_controller/reference", 10)
+        self.commands = qos.PolledSubscription(self.node, Float64MultiArray, "/effort_controller/commands",
+                                               qos.recording(2000))
+        self.gradients = qos.PolledSubscription(self.node, Float64MultiArray, "/dyn_controller/parameter_gradient",
+                                                qos.recording(100))
+        self.labels = qos.PolledSubscription(self.node, String, "/dyn_controller/parameter_labels", qos.LATCHED)
+        self.diagnostics = qos.PolledSubscription(self.node, DiagnosticArray, "/diagnostics", qos.recording(100))
+        self.parameters = AsyncParameterClient(self.node, "dyn_controller")
+        self.message = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._feed, daemon=True)
+        self._thread.start()
+
+    def _feed(self):
+        while not self._stop.wait(0.005):
+            message = self.message
+            if message is not None:
+                msg = message()
+                if msg.header.stamp.sec == 0:
+                    msg.header.stamp = self.node.get_clock().now().to_msg()
+                self.joint_states.publish(msg)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+
+    def commands_for(self, seconds):
+        """Every command received during the next `seconds` (after dropping the queued ones)."""
+        drain(self.commands)
+        time.sleep(seconds)
+        return np.array([list(m.data) for m in drain(self.commands)])
+
+    def set_parameters(self, **values):
+        future = self.parameters.set_parameters([Parameter(k.replace("__", "."), value=v)
+                                                 for k, v in values.items()])
+        deadline = time.monotonic() + 5.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert future.done(), "no answer from the parameter service"
+        return future.result().results
+
+
+def drain(subscription):
+    messages = []
+    while (msg := subscription.take()) is not None:
+        messages.append(msg)
+    return messages
+
+
+def state(positions=Q, velocities=V, names=JOINTS, effort=EFFORT):
+    return JointState(name=list(names), position=list(positions), velocity=list(velocities), effort=list(effort))
+
+
+def alternating(bad):
+    """Valid and faulty joint states in turn, so that a propagated fault would show in the commands."""
+    turn = [0]
+
+    def message():
+        turn[0] += 1
+        return state() if turn[0] % 2 else bad()
+    return message
+
+
+@pytest.fixture(scope="module")
+def ros():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    controller = ControllerNode(context=context, parameter_overrides=controller_parameters())
+    injector = Injector(context)
+    executor = MultiThreadedExecutor(context=context)
+    executor.add_node(controller)
+    executor.add_node(injector.node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    controller.trigger_configure()
+    assert controller.state == "inactive"
+    yield controller, injector, context, executor
+    injector.close()
+    executor.shutdown()
+    controller.destroy_node()
+    injector.node.destroy_node()
+    rclpy.try_shutdown(context=context)
+
+
+@pytest.fixture
+def active(ros):
+    """The controller active with valid joint states flowing; deactivated afterwards."""
+    controller, injector, _, _ = ros
+    injector.message = state
+    controller.trigger_activate()
+    assert controller.state == "active"
+    time.sleep(0.2)
+    yield controller, injector
+    injector.message = state
+    controller.trigger_deactivate()
+
+
+def assert_all_close(commands, expected, what):
+    assert len(commands) > 20, f"only {len(commands)} commands received"
+    assert np.isfinite(commands).all(), f"non-finite command ({what})"
+    np.testing.assert_allclose(commands, np.tile(expected, (len(commands), 1)), atol=1e-8, err_msg=what)
+
+
+def test_valid_state_gives_computed_torque(active):
+    _, injector = active
+    assert_all_close(injector.commands_for(0.3), computed_torque(), "computed torque")
+
+
+@pytest.mark.parametrize("fault", ["nan_position", "inf_velocity", "wrong_length", "unknown_name", "duplicate_name"])
+def test_faulty_joint_state_is_rejected_and_counted(active, fault):
+    controller, injector = active
+    bad = {
+        "nan_position": lambda: state(positions=np.where(np.arange(7) == 2, np.nan, Q)),
+        "inf_velocity": lambda: state(velocities=np.where(np.arange(7) == 5, np.inf, V)),
+        "wrong_length": lambda: state(positions=Q[:6] + 0.5),
+        "unknown_name": lambda: state(positions=Q + 0.5, names=JOINTS[:3] + ["bogus_joint"] + JOINTS[4:]),
+        "duplicate_name": lambda: state(positions=Q + 0.5, names=JOINTS[:6] + [JOINTS[0]]),
+    }[fault]
+    rejected = controller._configured.reader.rejected
+    injector.message = alternating(bad)
+    commands = injector.commands_for(0.3)
+    assert_all_close(commands, computed_torque(), f"{fault}: a rejected state reached the command")
+    assert controller._configured.reader.rejected >= rejected + 20
+
+
+def test_stale_joint_states_switch_to_safe_mode_and_back(active):
+    controller, injector = active
+    injector.message = None
+    time.sleep(0.1)                                  # > watchdog_timeout
+    assert_all_close(injector.commands_for(0.3), gravity_and_damping(), "safe mode: gravity + damping")
+    error = wait_for_diagnostic(injector, lambda s: s.level == DiagnosticStatus.ERROR)
+    assert "safe mode" in error.message
+    injector.message = state
+    time.sleep(0.05)
+    assert_all_close(injector.commands_for(0.3), computed_torque(), "back to computed torque")
+
+
+def test_safe_mode_zero(active):
+    _, injector = active
+    assert all(r.successful for r in injector.set_parameters(safe_mode="zero"))
+    try:
+        injector.message = None
+        time.sleep(0.1)
+        assert_all_close(injector.commands_for(0.2), np.zeros(7), "safe mode: zero")
+    finally:
+        assert all(r.successful for r in injector.set_parameters(safe_mode="gravity"))
+
+
+def test_negative_gain_is_refused_and_the_old_gains_stay(active):
+    _, injector = active
+    for change in ({"gains__kp": -1.0}, {"gains__kd": [40.0] * 6 + [-1.0]}, {"gains__kp": [1.0, 2.0]},
+                   {"rate_hz": 250.0}, {"watchdog_timeout": 0.0}, {"safe_mode": "limp"}):
+        results = injector.set_parameters(**change)
+        assert not results[0].successful, f"{change} was accepted"
+        assert results[0].reason
+    assert_all_close(injector.commands_for(0.2), computed_torque(), "the old gains")
+    assert all(r.successful for r in injector.set_parameters(gains__kp=100.0))
+    try:
+        assert_all_close(injector.commands_for(0.2), computed_torque(kp=100.0), "the new valid gain")
+    finally:
+        injector.set_parameters(gains__kp=KP)
+
+
+def test_nan_reference_is_rejected(active):
+    controller, injector = active
+    q_d = HOLD + 0.05
+    injector.reference.publish(JointTrajectoryPoint(positions=list(q_d), velocities=[0.1] * 7))
+    time.sleep(0.1)
+    expected = computed_torque(q_d=q_d, v_d=np.full(7, 0.1))
+    assert_all_close(injector.commands_for(0.2), expected, "the reference point")
+    for point in (JointTrajectoryPoint(positions=[float("nan")] * 7),
+                  JointTrajectoryPoint(positions=list(q_d), accelerations=[float("inf")] * 7),
+                  JointTrajectoryPoint(positions=list(q_d[:5]))):
+        injector.reference.publish(point)
+    time.sleep(0.1)
+    assert_all_close(injector.commands_for(0.2), expected, "a faulty reference reached the command")
+    assert controller._configured.rejected_references == 3
+
+
+def test_overflowing_state_never_gives_a_non_finite_command(active):
+    """v = 1e200 is finite, so accepted, but the computed torque overflows: the final check replaces
+    it by the safe torque g - D v (clipped to the limits), so the command stays finite."""
+    controller, injector = active
+    injector.message = lambda: state(velocities=np.full(7, 1e200))
+    time.sleep(0.05)
+    commands = injector.commands_for(0.2)
+    assert np.isfinite(commands).all()
+    assert_all_close(commands, -LIMITS, "clipped safe torque")
+    assert controller._configured.non_finite_commands > 0
+
+
+def test_parameter_gradient_matches_the_regressor(active):
+    """With a constant state the window holds WINDOW equal samples (filtered acceleration 0, torque =
+    the measured effort), so the gradient is -WINDOW Y^T (effort - Y phi), Y: Pinocchio's regressor."""
+    _, injector = active
+    time.sleep(WINDOW / 200.0 + 0.2)
+    drain(injector.gradients)
+    time.sleep(0.3)
+    msg = drain(injector.gradients)[-1]
+    Y = pin.computeJointTorqueRegressor(PIN_MODEL, PIN_DATA, Q, V, np.zeros(7))
+    Y = Y.reshape(7, 7, 10)[:, :, OURS_FROM_PIN_PARAM].reshape(7, 70)
+    residual = EFFORT - pin.rnea(PIN_MODEL, PIN_DATA, Q, V, np.zeros(7))
+    np.testing.assert_allclose(np.array(msg.data), -WINDOW * Y.T @ residual, rtol=1e-9, atol=1e-9)
+    assert [(d.label, d.size, d.stride) for d in msg.layout.dim] == [("bodies", 7, 70), ("parameters", 10, 10)]
+    labels = injector.labels.take()
+    assert labels is not None and labels.data.split("\n")[:2] == ["arm7_link1/m", "arm7_link1/hx"]
+    assert len(labels.data.split("\n")) == 70
+
+
+def wait_for_diagnostic(injector, accept, timeout=2.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for array in drain(injector.diagnostics):
+            for status in array.status:
+                if status.name.startswith("dyn_controller") and accept(status):
+                    return status
+        time.sleep(0.05)
+    raise AssertionError("no such diagnostic from dyn_controller")
+
+
+BAD_CONFIGURATIONS = {
+    "broken URDF": ({"robot_description": "<robot name='broken'><link name='a'/><joint name='j' "
+                     "type='revolute'><parent link='a'/><child link='missing'/></joint></robot>"},
+                    "robot_description"),
+    "missing file": ({"urdf_path": "/nonexistent/robot.urdf"}, "/nonexistent/robot.urdf"),
+    "unknown joint": ({"joints": ["arm7_joint1", "no_such_joint"]}, "no_such_joint"),
+    "unknown frame": ({"estimator.frame": "no_such_link"}, "no_such_link"),
+    "negative gain": ({"gains.kp": -5.0}, "gains.kp"),
+    "gain list length": ({"gains.kd": [1.0, 2.0]}, "gains.kd"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_CONFIGURATIONS)
+def test_bad_configuration_fails_configure_and_the_node_survives(ros, case, capfd):
+    _, _, context, executor = ros
+    changes, named = BAD_CONFIGURATIONS[case]
+    node = ControllerNode("dyn_controller_bad", context=context,
+                          parameter_overrides=controller_parameters(**changes))
+    executor.add_node(node)
+    try:
+        node.trigger_configure()
+        assert node.state == "unconfigured"
+        assert named in capfd.readouterr().err
+        # the node is alive: with the parameter fixed it configures
+        defaults = {p.name: p.default for p in PARAMETERS} | {p.name: p.value for p in controller_parameters()}
+        fixed = [Parameter(name, value=defaults[name]) for name in changes] + [Parameter("robot_description", value="")]
+        assert all(r.successful for r in node.set_parameters(fixed))
+        node.trigger_configure()
+        assert node.state == "inactive"
+    finally:
+        executor.remove_node(node)
+        node.destroy_node()
