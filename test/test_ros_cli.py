@@ -1,0 +1,49 @@
+"""The dyn-control command as a user runs it (console script, own process): `dyn-control demo`
+runs the bundled closed loop, prints its status and writes the plot; bad invocations fail cleanly."""
+import os
+import subprocess
+import sys
+
+import pytest
+import ros_harness  # noqa: F401  (this process's ROS domain, inherited by the subprocesses)
+
+pytestmark = pytest.mark.ros
+
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "dyn-control")
+
+
+def run(*args, timeout=120):
+    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_demo_writes_the_plot(tmp_path):
+    result = run("demo", "--duration", "4", "--output", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tracking rms" in result.stdout and "force est" in result.stdout
+    png = tmp_path / "out" / "demo.png"
+    assert f"plot: {png}" in result.stdout
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+    height, width, _ = matplotlib.image.imread(png).shape
+    assert width > 500 and height > 500
+
+
+def test_bringup_of_a_missing_file_fails():
+    result = run("bringup", "/nonexistent/params.yaml")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_bringup_of_a_file_without_our_nodes_fails(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("controller_manager:\n  ros__parameters:\n    update_rate: 1000\n")
+    result = run("bringup", str(path))
+    assert result.returncode == 2 and "no dyn_control node" in result.stderr
+
+
+def test_bringup_reports_a_failing_configure(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("dyn_controller:\n  ros__parameters:\n    urdf_path: /nonexistent/robot.urdf\n")
+    result = run("bringup", str(path), "--duration", "1")
+    assert result.returncode == 1
+    assert "/nonexistent/robot.urdf" in result.stderr and "failed to configure" in result.stderr
