@@ -84,11 +84,12 @@ def bringup(config, duration=None, monitor=None):
     spinner = threading.Thread(target=executor.spin, name="bringup executor", daemon=True)
     spinner.start()
     phase = {"name": "configure", "since": time.monotonic()}
-    status = _StatusThread(monitor, phase) if monitor is not None else None
+    status = None
     code = 0
     try:
         if monitor is not None:
             monitor.start(nodes, context)
+            status = _StatusThread(monitor, phase)
             status.start()
         # simulators first (fast), then controllers (Numba warm-up); activate controllers first so
         # they are listening when the simulators start publishing

@@ -25,7 +25,6 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from ..control.computed_torque import SAFE_MODES, ComputedTorque, clamp_effort
 from ..control.momentum_observer import MomentumObserver, wrench_from_joint_torque
 from ..control.parameter_gradient import AccelerationFilter, ParameterGradient
-from ..model import PARAMETER_NAMES
 from . import params, qos
 from .inputs import ACCEPTED, JointStateReader, reference_from_point, set_stamp
 from .params import Param
@@ -53,7 +52,7 @@ PARAMETERS = (
     Param("reference.amplitude", 0.1, "numbers", "activate", "sine amplitude [rad], one or one per joint"),
     Param("reference.frequency", 0.5, "number", "activate", "sine frequency [Hz]"),
     Param("estimator.frame", "", "string", "configure",
-          "link whose origin the wrench estimate acts at (empty: the URDF's last link)"),
+          "link whose origin the wrench estimate acts at (empty: the model's last frame, a serial arm's tip)"),
     Param("estimator.gain", 50.0, "number", "configure", "momentum observer gain K_O [1/s]"),
     Param("estimator.damping", 1e-3, "number", "configure",
           "damping of the Jacobian pseudo-inverse that maps torques to the wrench"),

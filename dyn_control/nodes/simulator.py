@@ -13,7 +13,6 @@ controller that takes seconds to configure finds the robot where it started. Joi
 are start + k dt for step k: the time of the state, even when the loop catches up on a backlog.
 The last command is held for command_timeout, then the effort is zero.
 """
-import math
 
 import numpy as np
 import rclpy
