@@ -212,7 +212,6 @@ class ControllerNode(LifecycleNode):
                      "centre", "amplitude"):
             setattr(c, name, np.zeros(nv))
         c.gradient_out = np.zeros(c.gradient.nparams)
-        c.wrench = np.zeros(6)
         # publishers and subscriptions
         c.command_pub = self.create_lifecycle_publisher(Float64MultiArray, values["command_topic"], qos.COMMAND)
         c.desired_pub = self.create_lifecycle_publisher(JointState, "~/desired", qos.STATE)
