@@ -322,3 +322,31 @@ def test_bad_configuration_fails_configure_and_the_node_survives(ros, case, capf
     finally:
         executor.remove_node(node)
         node.destroy_node()
+
+
+def test_controlled_subset_in_the_order_of_joints(ros):
+    """joints: [arm7_joint2, arm7_joint1]: the command has those two efforts in that order, per-joint
+    gains follow the same order, the other joints get no feedback (their acceleration is zero)."""
+    _, injector, context, executor = ros
+    node = ControllerNode("dyn_controller_subset", context=context, parameter_overrides=controller_parameters(
+        **{"joints": ["arm7_joint2", "arm7_joint1"], "gains.kp": [100.0, 300.0], "command_topic": "/subset/commands",
+           "reference.position": [HOLD[1], HOLD[0]]}))
+    commands = qos.PolledSubscription(injector.node, Float64MultiArray, "/subset/commands", qos.recording(2000))
+    executor.add_node(node)
+    try:
+        injector.message = state
+        node.trigger_configure()
+        node.trigger_activate()
+        assert node.state == "active"
+        time.sleep(0.2)
+        drain(commands)
+        time.sleep(0.2)
+        received = np.array([list(m.data) for m in drain(commands)])
+        node.trigger_deactivate()
+    finally:
+        executor.remove_node(node)
+        node.destroy_node()
+    a = np.zeros(7)
+    a[[1, 0]] = np.array([100.0, 300.0]) * (HOLD[[1, 0]] - Q[[1, 0]]) - KD * V[[1, 0]]
+    expected = np.clip(pin.rnea(PIN_MODEL, PIN_DATA, Q, V, a), -LIMITS, LIMITS)[[1, 0]]
+    assert_all_close(received, expected, "subset command")
