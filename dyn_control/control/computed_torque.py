@@ -29,6 +29,13 @@ class ComputedTorque:
         self._error = np.zeros(self.nv)   # scratch for the tracking errors
         self._zero = np.zeros(self.nv)    # v = a = 0 for the gravity torque
 
+    def set_model(self, model):
+        """Use another model of the same robot from now on (e.g. adapted inertial parameters)."""
+        if model.nv != self.nv:
+            raise ValueError(f"model must have nv = {self.nv} like the current one, got {model.nv}")
+        self.model = model
+        self.data = model.create_data()
+
     def set_gains(self, kp, kd):
         """Replace both gains (scalars or (nv,) arrays, >= 0); on a ValueError the old gains stay."""
         kp = as_gain("kp", kp, self.nv)

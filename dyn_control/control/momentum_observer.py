@@ -50,6 +50,20 @@ class MomentumObserver:
         self.r[:] = 0.0
         self.initialized = True
 
+    def set_model(self, model, q, v):
+        """Use another model of the same robot from now on (e.g. adapted inertial parameters) at the
+        current state (q, v): p(0) shifts by the change of the momentum M(q) v, so the estimate goes
+        on without a jump."""
+        if model.nv != self.nv:
+            raise ValueError(f"model must have nv = {self.nv} like the current one, got {model.nv}")
+        q = as_vector("q", q, self.nv)
+        v = as_vector("v", v, self.nv)
+        require_finite("v", v)
+        old = crba(self.model, self.data, q) @ v
+        self.model = model
+        self.data = model.create_data()
+        self.p0 += crba(model, self.data, q) @ v - old
+
     def update(self, q, v, tau_applied, out=None):
         """One sample: the state (q, v) now and the joint torque applied over the last step.
         Returns the external joint torque estimate (nv,). The first call without reset() resets."""

@@ -22,14 +22,17 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 
+from ..control.adaptation import InertialAdaptation
 from ..control.computed_torque import SAFE_MODES, ComputedTorque, clamp_effort
 from ..control.momentum_observer import MomentumObserver, wrench_from_joint_torque
 from ..control.parameter_gradient import AccelerationFilter, ParameterGradient
 from . import params, qos
+from .closed_chain import PARAMETER_PREFIX, node_mapping
 from .inputs import ACCEPTED, JointStateReader, reference_from_point, set_stamp
 from .params import Param
 from .robot import coordinate_effort_limits, joint_indices, load_robot, per_joint
 from .timing import RealtimeLoop
+from .twist_gradient import TwistGradient
 
 REFERENCE_TYPES = ("hold", "sine")
 MAX_RATE_HZ = 10000.0
@@ -42,6 +45,9 @@ PARAMETERS = (
           "controlled joints, the order of the command array (empty: every movable joint)"),
     Param("command_topic", "/effort_controller/commands", "string", "configure",
           "std_msgs/Float64MultiArray of efforts in `joints` order"),
+    Param("mapping.name", "", "string", "configure",
+          "closed-chain mapping plugin (dc.load_mapping) of an equivalent-tree URDF; its keyword "
+          "arguments as mapping.parameters.* (empty: a tree robot)"),
     Param("rate_hz", 1000.0, "number", "activate", "control loop rate [Hz]"),
     Param("gains.kp", 400.0, "numbers", "live", "position gain [1/s^2], one number or one per joint"),
     Param("gains.kd", 40.0, "numbers", "live", "velocity gain [1/s], one number or one per joint"),
@@ -61,6 +67,12 @@ PARAMETERS = (
     Param("gradient.period", 100, "integer", "activate", "ticks between ~/parameter_gradient messages (0: off)"),
     Param("gradient.window", 200, "integer", "configure", "samples in the gradient's sliding window"),
     Param("gradient.cutoff_hz", 20.0, "number", "configure", "low-pass cutoff of the acceleration estimate [Hz]"),
+    Param("gradient.twist", True, "bool", "configure",
+          "also publish ~/twist_gradient, the joint-twist block (about 25 us per window sample, 7 joints)"),
+    Param("adaptation.enabled", False, "bool", "configure",
+          "adapt the inertial parameters online (a bounded gradient step every gradient.period ticks)"),
+    Param("adaptation.step_size", 2e-7, "number", "configure", "gradient step size in log-Cholesky coordinates"),
+    Param("adaptation.max_step", 0.01, "number", "configure", "largest step norm per body and update"),
     Param("watchdog_timeout", 0.05, "number", "live", "no valid joint state for this long [s] -> safe mode"),
     Param("safe_mode", "gravity", "string", "live", "safe-mode torque: gravity (g(q) - damping v) | zero"),
     Param("safe_mode_damping", 2.0, "numbers", "live", "safe-mode damping [N m s/rad], one or one per joint"),
@@ -97,6 +109,8 @@ def check_values(values, njoints=None):
         "estimator.gain": positive,
         "estimator.damping": non_negative,
         "gradient.cutoff_hz": positive,
+        "adaptation.step_size": positive,
+        "adaptation.max_step": positive,
         "reference.frequency": non_negative,
         "gradient.period": non_negative,
         "safe_mode": lambda n: choice(n, SAFE_MODES),
@@ -122,6 +136,7 @@ class ControllerNode(LifecycleNode):
     def __init__(self, node_name="dyn_controller", **kwargs):
         super().__init__(node_name, **kwargs)
         params.declare(self, PARAMETERS)
+        params.declare_group(self, PARAMETER_PREFIX)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.state = "unconfigured"
         self.warmup_progress = ""            # "compiling k/n: <kernel>", for status displays
@@ -187,7 +202,16 @@ class ControllerNode(LifecycleNode):
     # ---------------------------------------------------------------- configure
     def _build(self, values):
         model, _ = load_robot(values["robot_description"], values["urdf_path"])
-        controlled = joint_indices(model, values["joints"])
+        mapping, joints = None, values["joints"]
+        if values["mapping.name"]:
+            if values["adaptation.enabled"]:
+                raise ValueError("parameter adaptation.enabled: not available with a closed-chain mapping")
+            mapping = node_mapping(self, model, values["mapping.name"])
+            joints = joints or list(mapping.active_joints)
+            if sorted(joints) != sorted(mapping.active_joints):
+                raise ValueError(f"parameter joints: a closed chain is controlled at its active joints "
+                                 f"{', '.join(mapping.active_joints)} (in any order), got {', '.join(joints)}")
+        controlled = joint_indices(model, joints)
         frame = values["estimator.frame"] or model.frame_names[-1]
         model.frame_id(frame)    # ValueError naming an unknown frame
         nv = model.nv
@@ -196,6 +220,8 @@ class ControllerNode(LifecycleNode):
         c = _Configured()
         self._configured = c
         c.model, c.controlled, c.frame = model, controlled, frame
+        c.mapping = mapping
+        c.mapping_data = model.create_data()
         c.names = list(model.actuated_joints)
         c.controlled_names = [c.names[i] for i in controlled]
         c.uncontrolled = np.setdiff1d(np.arange(nv), controlled)
@@ -205,6 +231,11 @@ class ControllerNode(LifecycleNode):
         c.wrench_data = model.create_data()
         c.wrench_damping = values["estimator.damping"]
         c.gradient = ParameterGradient(model, values["gradient.window"])
+        if values["gradient.twist"]:
+            c.twist = TwistGradient(model, values["gradient.window"])
+            c.twist_out = np.zeros(c.twist.nparams)
+        if values["adaptation.enabled"]:
+            c.adaptation = InertialAdaptation(model, values["adaptation.step_size"], values["adaptation.max_step"])
         c.cutoff_hz = values["gradient.cutoff_hz"]
         c.reader = JointStateReader(c.names)
         # loop buffers, all (nv,) in the model's coordinate order
@@ -219,6 +250,9 @@ class ControllerNode(LifecycleNode):
         c.wrench_pub = self.create_lifecycle_publisher(WrenchStamped, "~/wrench_estimate", qos.STATE)
         c.gradient_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/parameter_gradient", qos.STATE)
         c.labels_pub = self.create_publisher(String, "~/parameter_labels", qos.LATCHED)
+        c.twist_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/twist_gradient", qos.STATE)
+        c.twist_labels_pub = self.create_publisher(String, "~/twist_labels", qos.LATCHED)
+        c.estimate_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/inertial_parameters", qos.STATE)
         c.joint_states = qos.PolledSubscription(self, JointState, "/joint_states", qos.SENSOR_DATA)
         c.reference_sub = self.create_subscription(JointTrajectoryPoint, "~/reference", self._on_reference,
                                                    qos.STATE)
@@ -235,9 +269,17 @@ class ControllerNode(LifecycleNode):
             MultiArrayDimension(label="bodies", size=nb, stride=10 * nb),
             MultiArrayDimension(label="parameters", size=10, stride=10)]
         c.labels_pub.publish(String(data="\n".join(c.gradient.labels)))
+        c.estimate_msg = Float64MultiArray(layout=c.gradient_msg.layout)
+        c.twist_msg = Float64MultiArray()
+        c.twist_msg.layout.dim = [
+            MultiArrayDimension(label="joints", size=nb, stride=6 * nb),
+            MultiArrayDimension(label="components", size=6, stride=6)]
+        if c.twist is not None:
+            c.twist_labels_pub.publish(String(data="\n".join(c.twist.labels)))
         self._apply_live(values)
         self.get_logger().info(
-            f"robot {model.name!r}: {nv} joints, controlling {', '.join(c.controlled_names)}; "
+            f"robot {model.name!r}: {nv} joints, controlling {', '.join(c.controlled_names)}"
+            + (f" (closed chain: {values['mapping.name']})" if mapping is not None else "") + "; "
             f"command on {c.command_pub.topic_name}; wrench estimate at {frame!r} in {model.root_name!r} axes")
 
     def _warm_up(self):
@@ -258,6 +300,11 @@ class ControllerNode(LifecycleNode):
                 out=c.gradient_out))),
             ("acceleration filter", lambda: AccelerationFilter(model.nv, 1e-3, c.cutoff_hz).update(v)),
         )
+        if c.twist is not None:
+            steps += (("twist gradient", lambda: (c.twist.add_sample(q, v, a, c.tau), c.twist.gradient(c.twist_out))),)
+        if c.mapping is not None:
+            closed = c.mapping.reference_configuration
+            steps += (("closed-chain computed torque", lambda: self._computed_torque(closed, v, c.tau)),)
         start = time.perf_counter()
         for k, (name, call) in enumerate(steps, 1):
             self.warmup_progress = f"compiling {k}/{len(steps)}: {name}"
@@ -265,6 +312,8 @@ class ControllerNode(LifecycleNode):
         self.compile_time = time.perf_counter() - start
         self.warmup_progress = f"compiled in {self.compile_time:.1f} s"
         c.gradient.clear()
+        if c.twist is not None:
+            c.twist.clear()
         c.tau[:] = 0.0
         self.get_logger().info(f"loop kernels compiled (or loaded from the Numba cache) in "
                                f"{self.compile_time:.2f} s")
@@ -273,11 +322,13 @@ class ControllerNode(LifecycleNode):
         c, self._configured = self._configured, None
         if c is None:
             return
-        for name in ("command_pub", "desired_pub", "external_pub", "wrench_pub", "gradient_pub"):
+        for name in ("command_pub", "desired_pub", "external_pub", "wrench_pub", "gradient_pub", "twist_pub",
+                     "estimate_pub"):
             if hasattr(c, name):
                 self.destroy_lifecycle_publisher(getattr(c, name))
-        if hasattr(c, "labels_pub"):
-            self.destroy_publisher(c.labels_pub)
+        for name in ("labels_pub", "twist_labels_pub"):
+            if hasattr(c, name):
+                self.destroy_publisher(getattr(c, name))
         if hasattr(c, "joint_states"):
             c.joint_states.destroy(self)
         if hasattr(c, "reference_sub"):
@@ -343,7 +394,7 @@ class ControllerNode(LifecycleNode):
         c.safe = False
         c.tick = 0
         c.publish_period = values["state_publish_period"]
-        c.gradient_period = values["gradient.period"]
+        c.gradient_period = 0 if c.mapping is not None else values["gradient.period"]
         c.error_sq = 0.0
         c.error_count = 0
         self.loop = RealtimeLoop("dyn_controller loop", period, self._tick, priority=values["realtime.priority"],
@@ -380,9 +431,9 @@ class ControllerNode(LifecycleNode):
         q, v, tau = reader.q, reader.v, c.tau
         self._reference((reader.stamp - c.start_stamp) * 1e-9, q, v)
         if c.safe:
-            c.law.safe_torque(q, v, c.damping, c.safe_mode, out=tau)
+            self._law_safe_torque(q, v, tau)
         else:
-            c.law.compute(q, v, c.q_d, c.v_d, c.a_d, out=tau)
+            self._computed_torque(q, v, tau)
             if c.compensation:
                 tau -= c.tau_ext
             if new_sample:
@@ -400,12 +451,54 @@ class ControllerNode(LifecycleNode):
         if c.tick % c.publish_period == 0:
             self._publish_state()
         if c.gradient_period and c.tick % c.gradient_period == 0 and c.gradient.count:
-            c.gradient.gradient(out=c.gradient_out)
-            if np.isfinite(c.gradient_out).all():
-                c.gradient_msg.data = c.gradient_out
-                c.gradient_pub.publish(c.gradient_msg)
-            else:
-                c.gradient.clear()
+            self._gradients()
+
+    def _computed_torque(self, q, v, out):
+        """The computed torque on the tree, or with a mapping on the closed chain: the reference and
+        the gains of the active joints, tau_a = mapping.inverse_dynamics(theta_a, dtheta_a, a_cmd),
+        a_cmd = a_d + kd (v_d - v) + kp (q_d - q), zero on the passive joints. Where the loop
+        closure fails (a measured state off the closed chain, a singular configuration) the safe
+        torque replaces it."""
+        c = self._configured
+        if c.mapping is None:
+            c.law.compute(q, v, c.q_d, c.v_d, c.a_d, out=out)
+            return
+        active = c.mapping.active_indices
+        a_cmd = c.a_d[active] + c.kd[active] * (c.v_d[active] - v[active]) + c.kp[active] * (c.q_d[active] - q[active])
+        try:
+            tau_a = c.mapping.inverse_dynamics(c.model, c.mapping_data, q[active], v[active], a_cmd, guess=q)
+        except ValueError:
+            c.closure_failures += 1
+            self._safe_torque(q, v, out)
+            return
+        out[:] = 0.0
+        out[active] = tau_a
+
+    def _gradients(self):
+        """~/parameter_gradient, ~/twist_gradient and, when adapting, one adaptation step (on a full
+        window) after which the control laws use the new estimate, published on ~/inertial_parameters."""
+        c = self._configured
+        phi = None if c.adaptation is None else c.adaptation.phi
+        c.gradient.gradient(phi, out=c.gradient_out)
+        if not np.isfinite(c.gradient_out).all():
+            c.gradient.clear()
+            return
+        c.gradient_msg.data = c.gradient_out
+        c.gradient_pub.publish(c.gradient_msg)
+        if c.twist is not None and c.twist.count:
+            c.twist.gradient(out=c.twist_out)
+            if np.isfinite(c.twist_out).all():
+                c.twist_msg.data = c.twist_out
+                c.twist_pub.publish(c.twist_msg)
+        if c.adaptation is not None and c.gradient.count == c.gradient.window:
+            c.adaptation.update(c.gradient_out)
+            model = c.adaptation.model()
+            c.law.set_model(model)
+            c.observer.set_model(model, c.reader.q, c.reader.v)
+            if c.twist is not None:
+                c.twist.set_model(model)
+            c.estimate_msg.data = c.adaptation.phi
+            c.estimate_pub.publish(c.estimate_msg)
 
     def _on_sample(self, now):
         """A new accepted joint state: start the reference clock, update the estimators."""
@@ -421,7 +514,8 @@ class ControllerNode(LifecycleNode):
             self._reset_estimators()    # after a gap the momentum balance starts over
         else:
             try:
-                self._update_estimators((reader.stamp - c.previous_stamp) * 1e-9)
+                if c.mapping is None:    # the tree's estimators do not model the loop closure
+                    self._update_estimators((reader.stamp - c.previous_stamp) * 1e-9)
             except ValueError:          # a state so extreme that the estimates overflow
                 c.estimator_resets += 1
                 self._reset_estimators()
@@ -441,13 +535,18 @@ class ControllerNode(LifecycleNode):
         a = c.acceleration.update(v)
         if c.gradient_period:
             c.gradient.add_sample(q, v, a, c.tau_applied)
+            if c.twist is not None:
+                c.twist.add_sample(q, v, a, c.tau_applied)
 
     def _reset_estimators(self):
         c = self._configured
-        c.observer.reset(c.reader.q, c.reader.v)
         c.tau_ext[:] = 0.0
         c.acceleration.reset()
         c.gradient.clear()
+        if c.twist is not None:
+            c.twist.clear()
+        if c.mapping is None:
+            c.observer.reset(c.reader.q, c.reader.v)
 
     def _reference(self, t, q, v):
         """q_d, v_d, a_d at time t [s] since the first joint state; joints not controlled follow
@@ -471,11 +570,20 @@ class ControllerNode(LifecycleNode):
             c.v_d[c.uncontrolled] = v[c.uncontrolled]
             c.a_d[c.uncontrolled] = 0.0
 
+    def _law_safe_torque(self, q, v, out):
+        """The safe-mode torque; with a mapping the tree's g(q) - damping v mapped to the actuators
+        (map_torque, eq. 13 of the seed), zero on the passive joints."""
+        c = self._configured
+        c.law.safe_torque(q, v, c.damping, c.safe_mode, out=out)
+        if c.mapping is not None:
+            tau_a = c.mapping.map_torque(q, out)
+            out[:] = 0.0
+            out[c.mapping.active_indices] = tau_a
+
     def _safe_torque(self, q, v, out):
         """The safe-mode torque into out, zero if even that is not finite."""
-        c = self._configured
         try:
-            c.law.safe_torque(q, v, c.damping, c.safe_mode, out=out)
+            self._law_safe_torque(q, v, out)
         except ValueError:
             out[:] = 0.0
         if not np.isfinite(out).all():
@@ -491,6 +599,8 @@ class ControllerNode(LifecycleNode):
         d.velocity = c.v_d[c.controlled]
         d.effort = c.tau[c.controlled]
         c.desired_pub.publish(d)
+        if c.mapping is not None:
+            return      # no external-torque or wrench estimate on a closed chain
         x = c.external_msg
         set_stamp(x.header.stamp, stamp)
         x.effort = c.tau_ext
@@ -533,6 +643,10 @@ class ControllerNode(LifecycleNode):
             values["watchdog trips"] = c.watchdog_trips
             values["non-finite commands replaced"] = c.non_finite_commands
             values["estimator resets"] = c.estimator_resets
+            if c.mapping is not None:
+                values["loop-closure failures"] = c.closure_failures
+            if c.adaptation is not None:
+                values["adaptation steps"] = c.adaptation.steps
         if self.compile_time is not None:
             values["kernel compile time [s]"] = f"{self.compile_time:.3f}"
         if self.state == "active" and self.loop is not None:
@@ -574,6 +688,9 @@ class _Configured:
     estimator_resets = 0
     reference_point = None
     safe = False
+    closure_failures = 0
+    twist = None
+    adaptation = None
 
 
 def main(args=None):

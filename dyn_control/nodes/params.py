@@ -137,3 +137,24 @@ def refusal(table, changes, state):
 
 def result(reason):
     return SetParametersResult(successful=reason is None, reason=reason or "")
+
+
+def declare_group(node, prefix):
+    """Declare (dynamic typing) every parameter under `prefix` that the node's overrides (its
+    parameter file, -p arguments) set, for groups whose names are not known in advance
+    (mapping.parameters.* of a closed-chain plugin)."""
+    for name in node._parameter_overrides:
+        if name.startswith(prefix) and not node.has_parameter(name):
+            node.declare_parameter(name, None, ParameterDescriptor(
+                description="a keyword argument of the closed-chain mapping plugin (read: configure)",
+                dynamic_typing=True))
+
+
+def read_group(node, prefix):
+    """{name without prefix: value} of the declared parameters under `prefix`; arrays as lists."""
+    values = {}
+    for name, parameter in node.get_parameters_by_prefix(prefix.rstrip(".")).items():
+        value = parameter.value
+        if value is not None:
+            values[name] = list(value) if _is_sequence(value) else value
+    return values

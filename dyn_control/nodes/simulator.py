@@ -5,7 +5,10 @@
 Subscribes the effort command (std_msgs/Float64MultiArray in `joints` order), integrates the
 dynamics at rate_hz in real time (timing.RealtimeLoop with catch-up: the simulated clock keeps pace
 with the wall clock), publishes /joint_states (position, velocity, effort) and ~/applied_wrench.
-Backends: builtin (dyn_control's ABA, RK4) and mujoco (MuJoCo loading the same URDF).
+Backends: builtin (dyn_control's ABA, RK4) and mujoco (MuJoCo loading the same URDF). With
+`mapping.name` set, the URDF is a closed chain's equivalent tree and the builtin backend integrates
+the closed chain in its actuated coordinates (closed_chain.ClosedChainSimulator); /joint_states
+carry every tree joint, the passive ones closing the loop.
 
 Simulated time starts at the first command when wait_for_command is true (the default): until
 then the robot is held still at its initial position and /joint_states carry the current time, so a
@@ -24,6 +27,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from . import params, qos
+from .closed_chain import PARAMETER_PREFIX, ClosedChainSimulator, active_theta, node_mapping
 from .inputs import set_stamp
 from .params import Param
 from .robot import joint_indices, load_robot
@@ -36,13 +40,17 @@ PARAMETERS = (
     Param("urdf_path", "", "string", "configure",
           "URDF file when robot_description is empty (package://PKG/... allowed)"),
     Param("backend", "builtin", "string", "configure", "physics: builtin (our ABA, RK4) | mujoco"),
+    Param("mapping.name", "", "string", "configure",
+          "closed-chain mapping plugin of an equivalent-tree URDF (builtin backend); its keyword arguments "
+          "as mapping.parameters.* (empty: a tree robot)"),
     Param("rate_hz", 1000.0, "number", "configure", "integration and publishing rate [Hz]"),
     Param("joints", [], "strings", "configure", "joints of the command array, in order (empty: all)"),
     Param("command_topic", "/effort_controller/commands", "string", "configure",
           "std_msgs/Float64MultiArray of efforts in `joints` order"),
     Param("command_timeout", 0.1, "number", "live", "hold the last command this long [s], then zero effort"),
     Param("initial_positions", [], "numbers", "configure",
-          "initial joint positions, one per model joint (empty: zero, clipped into the limits)"),
+          "initial joint positions, one per model joint (empty: zero, clipped into the limits); "
+          "closed chain: one per active joint or per tree joint (empty: the mapping's reference)"),
     Param("wait_for_command", True, "bool", "activate", "hold the robot still until the first command"),
     Param("external_wrench.schedule.start", [], "numbers", "configure", "start times [s] of scheduled wrenches"),
     Param("external_wrench.schedule.end", [], "numbers", "configure", "end times [s]"),
@@ -92,6 +100,7 @@ class SimulatorNode(LifecycleNode):
     def __init__(self, node_name="dyn_simulator", **kwargs):
         super().__init__(node_name, **kwargs)
         params.declare(self, PARAMETERS)
+        params.declare_group(self, PARAMETER_PREFIX)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.state = "unconfigured"
         self.loop = None
@@ -164,13 +173,20 @@ class SimulatorNode(LifecycleNode):
         self._configured = c
         c.model = model
         c.backend = values["backend"]
-        c.commanded = joint_indices(model, values["joints"])
         c.schedule = wrench_schedule(values, model)
-        q0 = values["initial_positions"] or None
-        if q0 is not None and len(q0) != model.nv:
-            raise ValueError(f"parameter initial_positions: {len(q0)} numbers for {model.nv} joints "
-                             f"({', '.join(model.actuated_joints)})")
-        c.sim = make_simulator(c.backend, model, urdf, 1.0 / values["rate_hz"], q0)
+        if values["mapping.name"]:
+            c.mapping = self._closed_chain(values, model)
+            c.commanded = joint_indices(model, values["joints"] or list(c.mapping.active_joints))
+            q0 = None
+            c.sim = ClosedChainSimulator(c.mapping, model, 1.0 / values["rate_hz"],
+                                         active_theta(c.mapping, model, values["initial_positions"]))
+        else:
+            c.commanded = joint_indices(model, values["joints"])
+            q0 = values["initial_positions"] or None
+            if q0 is not None and len(q0) != model.nv:
+                raise ValueError(f"parameter initial_positions: {len(q0)} numbers for {model.nv} joints "
+                                 f"({', '.join(model.actuated_joints)})")
+            c.sim = make_simulator(c.backend, model, urdf, 1.0 / values["rate_hz"], q0)
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
         c.sim.reset(q0)
         c.command = np.zeros(model.nv)
@@ -184,6 +200,20 @@ class SimulatorNode(LifecycleNode):
         c.applied_msg.header.frame_id = model.root_name
         self.get_logger().info(f"robot {model.name!r} with {len(c.schedule)} scheduled wrenches; "
                                f"commands on {values['command_topic']}")
+
+    def _closed_chain(self, values, model):
+        """The mapping of a closed-chain simulation; its commands reach the active joints only."""
+        if values["backend"] != "builtin":
+            raise ValueError("parameter backend: a closed chain (mapping.name) is simulated by the builtin backend")
+        if schedule := values["external_wrench.schedule.start"]:
+            raise ValueError(f"parameters external_wrench.schedule.*: not simulated on a closed chain "
+                             f"({len(schedule)} entries)")
+        mapping = node_mapping(self, model, values["mapping.name"])
+        passive = set(values["joints"]) & set(mapping.passive_joints)
+        if passive:
+            raise ValueError(f"parameter joints: the closed chain is actuated at {', '.join(mapping.active_joints)}; "
+                             f"{', '.join(sorted(passive))} are passive")
+        return mapping
 
     def _destroy_entities(self):
         c, self._configured = self._configured, None
@@ -215,6 +245,8 @@ class SimulatorNode(LifecycleNode):
         w = msg.wrench
         wrench = np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
         try:
+            if c.mapping is not None:
+                raise ValueError("external wrenches are not simulated on a closed chain")
             c.model.frame_id(msg.header.frame_id)
             if not np.isfinite(wrench).all():
                 raise ValueError("non-finite wrench")
@@ -321,6 +353,7 @@ class _Configured:
     rejected_commands = 0
     rejected_wrenches = 0
     topic_wrench = None
+    mapping = None
     timed_out = True
     waiting = False
     step = 0

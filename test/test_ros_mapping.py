@@ -1,0 +1,73 @@
+"""Closed chains in the nodes: the shipped config/five_bar_demo.yaml (controller and simulator both
+loading the five_bar mapping plugin) brought up in this process for 10 s over DDS.
+
+Ground truth from the simulator's /joint_states only: the tracking error pairs the controller's
+~/desired with the joint state of the same stamp; the loop closure of every published joint state is
+checked with Pinocchio's forward kinematics (the rotation between link 3 and its cut copy), not with
+the mapping; the passive joints carry no effort.
+"""
+import os
+
+import numpy as np
+import pinocchio
+import pytest
+import yaml
+from scipy.spatial.transform import Rotation
+
+import dyn_control as dc
+from dyn_control.nodes.cli import bringup
+from dyn_control.robots import config_dir
+from ros_harness import RecordingMonitor
+
+pytestmark = pytest.mark.ros
+
+CONFIG = os.path.join(config_dir(), "five_bar_demo.yaml")
+DURATION = 10.0
+TRACKING_START = 1.0     # [s] after the first ~/desired: the start transient of the sine's velocity
+
+
+@pytest.fixture(scope="module")
+def run():
+    monitor = RecordingMonitor()
+    assert bringup(CONFIG, DURATION, monitor) == 0
+    return monitor.recorder
+
+
+def test_active_joints_track_the_sine(run):
+    assert run.names["desired"] == ["joint1", "joint4"]
+    t, error = run.tracking_error()
+    seconds = (t - t.min()) * 1e-9
+    assert seconds.max() > DURATION - 1.0, f"only {seconds.max():.1f} s recorded"
+    window = seconds >= TRACKING_START
+    assert window.sum() > 400, f"only {window.sum()} paired samples"
+    rms = np.sqrt(np.mean(error[window] ** 2, axis=0))
+    print(f"\nfive-bar RMS tracking error over {seconds.max() - TRACKING_START:.1f} s: joint1 {rms[0]:.2e} rad, "
+          f"joint4 {rms[1]:.2e} rad")
+    assert np.all(rms < 1e-3), rms
+    # the reference really moves: the desired positions span the configured amplitudes
+    config = yaml.safe_load(open(CONFIG))["dyn_controller"]["ros__parameters"]["reference"]
+    span = np.ptp(run.values("desired", 0), axis=0)
+    np.testing.assert_allclose(span, 2 * np.array(config["amplitude"]), rtol=0.02)
+
+
+def test_published_joint_states_close_the_loop(run):
+    urdf = dc.bundled_urdf("five_bar")
+    pm = pinocchio.buildModelFromUrdf(urdf)
+    pd = pm.createData()
+    a, b = pm.getFrameId("link3"), pm.getFrameId("link3_cut")
+    names = run.names["joint_states"]
+    order = [names.index(pm.names[j]) for j in range(1, pm.njoints)]
+    positions = run.values("joint_states", 0)
+    assert len(positions) > 0.9 * DURATION * 250
+    worst = 0.0
+    for q in positions[::5]:
+        pinocchio.framesForwardKinematics(pm, pd, q[order])
+        relative = pd.oMf[b].rotation.T @ pd.oMf[a].rotation
+        worst = max(worst, np.linalg.norm(Rotation.from_matrix(relative).as_rotvec()))
+    print(f"\nlargest loop-closure error of the published joint states: {worst:.2e} rad")
+    assert worst < 1e-8
+    # the passive joints are not actuated
+    effort = run.values("joint_states", 2)
+    passive = [names.index(n) for n in ("joint2", "joint3", "joint5")]
+    assert np.all(effort[:, passive] == 0.0)
+    assert np.abs(effort[:, [names.index("joint1"), names.index("joint4")]]).max() > 0.01
