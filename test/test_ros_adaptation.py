@@ -1,0 +1,170 @@
+"""The controller's gradients and online adaptation, brought up over DDS with the simulator.
+
+- ~/twist_gradient (the joint-twist block of d loss / d eta over the gradient window) against central
+  differences of the window loss, computed here with dc.rnea on model.with_twist_perturbation(eps e_k)
+  (independent of twist_derivatives). The window behind a published message is captured by a spy on
+  TwistGradient.gradient (the samples it read and what it returned); the message received must be one
+  of those results exactly.
+- adaptation.enabled: the simulator's arm carries a 2 kg payload at arm7_tool that the controller's
+  model lacks; over 20 s of simulated time the estimate on ~/inertial_parameters must cut the RMS
+  torque prediction error of the last 2 s by >= 90 % (torques, states and accelerations from the
+  simulator's /joint_states), and every body of every estimate must be physically consistent
+  (pseudo-inertia positive definite, written out here).
+"""
+import re
+
+import numpy as np
+import pytest
+from std_msgs.msg import Float64MultiArray, String
+
+import dyn_control as dc
+from dyn_control.nodes import qos
+from dyn_control.nodes.twist_gradient import TwistGradient
+from dyn_control.nodes.cli import bringup
+from ros_harness import RecordingMonitor, write_parameter_file
+
+pytestmark = pytest.mark.ros
+
+ARM7 = dc.bundled_urdf("arm7")
+Q0 = [0.0, -0.3, 0.0, -2.0, 0.0, 1.8, 0.8]
+AMPLITUDE = [0.5, 0.4, 0.5, 0.4, 0.6, 0.5, 0.8]
+
+
+class GradientMonitor(RecordingMonitor):
+    """Also records the controller's gradient, label and estimate topics."""
+
+    TOPICS = {"twist_gradient": Float64MultiArray, "inertial_parameters": Float64MultiArray,
+              "twist_labels": String, "parameter_labels": String}
+
+    def start(self, nodes, context):
+        super().start(nodes, context)
+        self.messages = {key: [] for key in self.TOPICS}
+        self._extra = {key: qos.PolledSubscription(self._node, msg_type, "/dyn_controller/" + key,
+                                                   qos.LATCHED if msg_type is String else qos.STATE)
+                       for key, msg_type in self.TOPICS.items()}
+
+    def status(self, phase, elapsed):
+        super().status(phase, elapsed)
+        for key, subscription in self._extra.items():
+            while (msg := subscription.take()) is not None:
+                self.messages[key].append(msg)
+
+    def stop(self):
+        self.status("stop", 0.0)
+        super().stop()
+
+
+def window_loss(model, samples, eta):
+    perturbed = model.with_twist_perturbation(eta)
+    data = perturbed.create_data()
+    return 0.5 * sum(float(np.sum((tau - dc.rnea(perturbed, data, q, v, a)) ** 2)) for q, v, a, tau in samples)
+
+
+def test_twist_gradient_against_central_differences(tmp_path, monkeypatch):
+    calls = []
+    original = TwistGradient.gradient
+
+    def spy(self, out):
+        samples = self.samples()
+        result = original(self, out)
+        calls.append((samples, result.copy()))
+        return result
+
+    monkeypatch.setattr(TwistGradient, "gradient", spy)
+    controller = {"urdf_path": ARM7, "gains.kp": 400.0, "gains.kd": 40.0, "reference.type": "sine",
+                  "reference.amplitude": 0.3, "gradient.period": 200, "gradient.window": 40}
+    simulator = {"urdf_path": ARM7, "initial_positions": Q0}
+    monitor = GradientMonitor()
+    params = write_parameter_file(tmp_path / "params.yaml", {"dyn_controller": controller, "dyn_simulator": simulator})
+    assert bringup(params, 2.5, monitor) == 0
+    received = monitor.messages["twist_gradient"]
+    assert len(received) >= 3, f"{len(received)} ~/twist_gradient messages"
+    last = received[-1]
+    assert [(d.label, d.size, d.stride) for d in last.layout.dim] == [("joints", 7, 42), ("components", 6, 6)]
+    labels = monitor.messages["twist_labels"][-1].data.split("\n")
+    assert labels[:7] == [f"arm7_joint1/{c}" for c in ("wx", "wy", "wz", "vx", "vy", "vz")] + ["arm7_joint2/wx"]
+    published = np.array(last.data)
+    matches = [(samples, g) for samples, g in calls if np.array_equal(g, published)]
+    assert matches, "the last ~/twist_gradient message is none of the computed gradients"
+    samples, _ = matches[-1]
+    assert len(samples) == 40
+    model = dc.load_urdf(ARM7)
+    eps = 1e-6
+    numeric = np.zeros(6 * model.nbodies)
+    for k in range(numeric.size):
+        e = np.zeros(numeric.size)
+        e[k] = eps
+        numeric[k] = (window_loss(model, samples, e) - window_loss(model, samples, -e)) / (2 * eps)
+    assert np.abs(numeric).max() > 1e-3      # the window's loss does depend on the twists
+    np.testing.assert_allclose(published, numeric, rtol=1e-5, atol=1e-6 * np.abs(numeric).max())
+
+
+def payload_urdf(path, extra_mass):
+    """arm7 with `extra_mass` kg more on the tool (same centre of mass, a sphere of radius 0.04 added)."""
+    text = open(ARM7).read()
+    tool = text.index('<link name="arm7_tool">')
+    head, tail = text[:tool], text[tool:]
+    tail = tail.replace('<mass value="0.2"/>', f'<mass value="{0.2 + extra_mass}"/>', 1)
+    extra = 0.4 * extra_mass * 0.04 ** 2
+    tail = re.sub(r'ixx="([\d.e+-]+)"(.*?)iyy="([\d.e+-]+)"(.*?)izz="([\d.e+-]+)"',
+                  lambda m: f'ixx="{float(m[1]) + extra}"{m[2]}iyy="{float(m[3]) + extra}"{m[4]}'
+                            f'izz="{float(m[5]) + extra}"', tail, count=1)
+    path.write_text(head + tail)
+    return str(path)
+
+
+def min_pseudo_inertia_eigenvalue(phi):
+    m, h = phi[0], phi[1:4]
+    I = np.array([[phi[4], phi[7], phi[8]], [phi[7], phi[5], phi[9]], [phi[8], phi[9], phi[6]]])
+    J = np.block([[0.5 * np.trace(I) * np.eye(3) - I, h[:, None]], [h[None, :], np.array([[m]])]])
+    return np.linalg.eigvalsh(J)[0]
+
+
+RATE = 500.0
+ADAPT_DURATION = 20.0
+
+
+def test_adaptation_learns_a_payload(tmp_path):
+    plant_urdf = payload_urdf(tmp_path / "arm7_payload.urdf", 2.0)
+    controller = {"urdf_path": ARM7, "rate_hz": RATE, "gains.kp": 100.0, "gains.kd": 20.0,
+                  "reference.type": "sine", "reference.amplitude": AMPLITUDE, "reference.frequency": 0.5,
+                  "gradient.period": 20, "gradient.window": 500, "gradient.cutoff_hz": 30.0,
+                  "gradient.twist": False, "adaptation.enabled": True, "adaptation.step_size": 2e-7,
+                  "adaptation.max_step": 0.01}
+    simulator = {"urdf_path": plant_urdf, "rate_hz": RATE, "initial_positions": Q0}
+    monitor = GradientMonitor()
+    params = write_parameter_file(tmp_path / "params.yaml", {"dyn_controller": controller, "dyn_simulator": simulator})
+    assert bringup(params, ADAPT_DURATION, monitor) == 0
+    model = dc.load_urdf(ARM7)
+    estimates = np.array([m.data for m in monitor.messages["inertial_parameters"]])
+    assert len(estimates) > 100, f"{len(estimates)} adaptation steps"
+    for phi in estimates:
+        assert all(min_pseudo_inertia_eigenvalue(body) > 0.0 for body in phi.reshape(-1, 10))
+    labels = monitor.messages["parameter_labels"][-1].data.split("\n")
+    assert labels[0] == f"{model.body_names[0]}/m" and len(labels) == estimates.shape[1]
+
+    r = monitor.recorder
+    t = r.stamps("joint_states")
+    q, v, tau = (r.values("joint_states", k) for k in range(3))
+    dt = 1.0 / RATE
+    # message k: the state after step k and the torque applied during it; pair step k's torque with
+    # the midpoint of its states and the mean acceleration over it
+    step = np.abs(np.diff(t) * 1e-9 - dt) < 1e-6
+    assert (t[-1] - t[0]) * 1e-9 > ADAPT_DURATION - 1.0
+    last = step & ((t[1:] - t[-1]) * 1e-9 > -2.0)
+    idx = np.nonzero(last)[0]
+    assert len(idx) > 0.9 * 2 * RATE
+    data = model.create_data()
+    Y = np.array([dc.regressor(model, data, 0.5 * (q[k] + q[k + 1]), 0.5 * (v[k] + v[k + 1]),
+                               (v[k + 1] - v[k]) / dt).copy() for k in idx])
+    measured = tau[idx + 1]
+
+    def rms(phi):
+        error = measured - Y @ phi
+        return float(np.sqrt(np.mean(np.sum(error * error, axis=1))))
+
+    before, after = rms(model.inertial_parameters()), rms(estimates[-1])
+    print(f"\nRMS torque prediction error over the last 2 s of {ADAPT_DURATION:g} s: {before:.3f} N m initial "
+          f"model, {after:.3f} N m adapted ({100 * (1 - after / before):.1f} % lower, {len(estimates)} steps)")
+    assert before > 1.0
+    assert after <= 0.1 * before
