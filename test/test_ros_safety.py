@@ -146,6 +146,11 @@ def ros():
     spinner.start()
     controller.trigger_configure()
     assert controller.state == "inactive"
+    # DDS discovery takes a moment: start once the controller reads the injected joint states
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and injector.joint_states.get_subscription_count() == 0:
+        time.sleep(0.05)
+    assert injector.joint_states.get_subscription_count() > 0, "the controller never subscribed"
     yield controller, injector, context, executor
     injector.close()
     executor.shutdown()

@@ -63,6 +63,12 @@ def sim():
     node.trigger_configure()
     node.trigger_activate()
     assert node.state == "active"
+    # DDS discovery takes a moment: start the tests once both directions are matched
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and not (
+            io["command"].get_subscription_count() > 0 and drain(io["states"])):
+        time.sleep(0.05)
+    assert io["command"].get_subscription_count() > 0, "the simulator never subscribed to the commands"
     yield node, io
     node.trigger_deactivate()
     executor.shutdown()
