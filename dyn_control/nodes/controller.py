@@ -7,7 +7,7 @@ configure: builds the model, the control laws and every buffer, and runs each Nu
 loop calls once (warm-up), so the first tick runs compiled code. activate: starts the loop thread
 (timing.RealtimeLoop) at rate_hz. Each tick takes the newest /joint_states (polled, see qos.py),
 evaluates the reference at the joint state's stamp, computes the torque and publishes it.
-Parameters, topics and safety rules: dyn_control/nodes/README_ROS.md.
+Parameters, topics and safety rules: README.md, "ROS 2 nodes".
 """
 import math
 import time
