@@ -68,7 +68,7 @@ PARAMETERS = (
     Param("gradient.window", 200, "integer", "configure", "samples in the gradient's sliding window"),
     Param("gradient.cutoff_hz", 20.0, "number", "configure", "low-pass cutoff of the acceleration estimate [Hz]"),
     Param("gradient.twist", True, "bool", "configure",
-          "also publish ~/twist_gradient, the joint-twist block (about 25 us per window sample, 7 joints)"),
+          "also publish ~/twist_gradient, the joint-twist block (about 25 us per joint state, 7 joints)"),
     Param("adaptation.enabled", False, "bool", "configure",
           "adapt the inertial parameters online (a bounded gradient step every gradient.period ticks)"),
     Param("adaptation.step_size", 2e-7, "number", "configure", "gradient step size in log-Cholesky coordinates"),

@@ -3,8 +3,10 @@
 With the joint screws perturbed as S_i <- Ad_{exp(eta_i)} S_i (Model.with_twist_perturbation; eta_i =
 [w; v] in joint i's frame at q_i = 0), the window loss L = 1/2 sum_k ||tau_k - rnea(q_k, v_k, a_k)||^2
 has the gradient dL/deta = -sum_k dtau/deta(q_k, v_k, a_k)^T (tau_k - rnea(q_k, v_k, a_k)) at eta = 0,
-with dtau/deta from dc.twist_derivatives. Unlike the inertial block (linear in phi, regressors kept),
-it is computed from the stored samples at gradient time: about 25 us per sample on a 7-joint arm.
+with dtau/deta from dc.twist_derivatives. Each sample's term is computed when the sample arrives
+(about 25 us on a 7-joint arm, every tick) and kept in a ring, so publishing is a sum: evaluating the
+whole window at once would stall one tick for milliseconds. A term is evaluated with the model current
+when its sample arrived (after an adaptation step the window mixes the last models for a while).
 """
 import numpy as np
 
@@ -23,7 +25,7 @@ class TwistGradient:
         self.window = int(window)
         self.nparams = 6 * model.nbodies
         self._samples = np.zeros((self.window, 4, model.nv))     # q, v, a, tau per slot
-        self._gradient = np.zeros(self.nparams)
+        self._terms = np.zeros((self.window, self.nparams))      # each sample's -dtau/deta^T residual
         self._residual = np.zeros(model.nv)
         self.count = 0
         self._next = 0
@@ -43,7 +45,11 @@ class TwistGradient:
         self._next = 0
 
     def add_sample(self, q, v, a, tau):
+        model, data, r = self.model, self.data, self._residual
         self._samples[self._next] = q, v, a, tau
+        np.subtract(tau, rnea(model, data, q, v, a), out=r)
+        np.matmul(twist_derivatives(model, data, q, v, a).T, r, out=self._terms[self._next])
+        np.negative(self._terms[self._next], out=self._terms[self._next])
         self._next = (self._next + 1) % self.window
         self.count = min(self.count + 1, self.window)
 
@@ -52,11 +58,5 @@ class TwistGradient:
         return self._samples[:self.count].copy()
 
     def gradient(self, out):
-        """dL/deta (6 * nbodies,) into out."""
-        model, data, g, r = self.model, self.data, self._gradient, self._residual
-        g[:] = 0.0
-        for q, v, a, tau in self._samples[:self.count]:
-            np.subtract(tau, rnea(model, data, q, v, a), out=r)
-            g -= twist_derivatives(model, data, q, v, a).T @ r
-        out[:] = g
-        return out
+        """dL/deta (6 * nbodies,) into out: the sum of the window's terms."""
+        return np.sum(self._terms[:self.count], axis=0, out=out)
