@@ -183,7 +183,6 @@ LOOP_KINDS = KINDS[2:3] if JIT_DISABLED else KINDS
 def test_loop_closure_dynamics_and_derivatives(kind, reference):
     r = robot("talos_reduced")
     contacts = feet(kind, reference, other=True)
-    nv = r.model.nv
     a, lam = dc.constrained_dynamics(r.model, r.data, r.q, r.v, r.tau, contacts)
     assert_close(np.concatenate([a, lam]), r.pin_constraint_dynamics(contacts, r.q, r.v, r.tau),
                  f"loop {kind} {reference} (a, lambda)")

@@ -13,11 +13,9 @@ import math
 import time
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.lifecycle import TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -29,6 +27,7 @@ from ..control.parameter_gradient import AccelerationFilter, ParameterGradient
 from . import params, qos
 from .closed_chain import PARAMETER_PREFIX, node_mapping
 from .inputs import ACCEPTED, JointStateReader, reference_from_point, set_stamp
+from .lifecycle import LoopNode, spin
 from .params import Param
 from .robot import coordinate_effort_limits, joint_indices, load_robot, per_joint
 from .timing import RealtimeLoop
@@ -130,21 +129,13 @@ def check_values(values, njoints=None):
                 per_joint(name, values[name], njoints, default=0.0)
 
 
-class ControllerNode(LifecycleNode):
+class ControllerNode(LoopNode):
     """The dyn_controller lifecycle node (see the module docstring)."""
 
     def __init__(self, node_name="dyn_controller", **kwargs):
-        super().__init__(node_name, **kwargs)
-        params.declare(self, PARAMETERS)
-        params.declare_group(self, PARAMETER_PREFIX)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.state = "unconfigured"
+        super().__init__(node_name, PARAMETERS, PARAMETER_PREFIX, **kwargs)
         self.warmup_progress = ""            # "compiling k/n: <kernel>", for status displays
         self.compile_time = None             # [s] of the last warm-up
-        self.loop = None
-        self._configured = None              # objects of a configured node (see _build)
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", qos.STATE)
-        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
 
     # ---------------------------------------------------------------- lifecycle
     def on_configure(self, state):
@@ -181,23 +172,6 @@ class ControllerNode(LifecycleNode):
         self._publish_safe_command()
         self.state = "inactive"
         return super().on_deactivate(state)
-
-    def on_cleanup(self, state):
-        self._destroy_entities()
-        self.state = "unconfigured"
-        return super().on_cleanup(state)
-
-    def on_shutdown(self, state):
-        self._stop_loop()
-        self._destroy_entities()
-        self.state = "finalized"
-        return super().on_shutdown(state)
-
-    def on_error(self, state):
-        self._stop_loop()
-        self._destroy_entities()
-        self.state = "unconfigured"
-        return TransitionCallbackReturn.SUCCESS
 
     # ---------------------------------------------------------------- configure
     def _build(self, values):
@@ -400,10 +374,6 @@ class ControllerNode(LifecycleNode):
         self.loop = RealtimeLoop("dyn_controller loop", period, self._tick, priority=values["realtime.priority"],
                                  cpu=values["realtime.cpu"], warn=self.get_logger().warning,
                                  on_error=self._on_loop_error)
-
-    def _stop_loop(self):
-        if self.loop is not None and self.loop.running:
-            self.loop.stop()
 
     # ---------------------------------------------------------------- the loop
     def _tick(self, now):
@@ -694,22 +664,7 @@ class _Configured:
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = ControllerNode()
-    executor = MultiThreadedExecutor()
-    executor.add_node(node)
-    try:
-        if node.get_parameter("autostart").value:
-            node.trigger_configure()
-            if node.state == "inactive":
-                node.trigger_activate()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node._stop_loop()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin(ControllerNode, args)
 
 
 if __name__ == "__main__":

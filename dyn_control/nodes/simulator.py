@@ -18,17 +18,16 @@ The last command is held for command_timeout, then the effort is zero.
 """
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.lifecycle import TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from . import params, qos
 from .closed_chain import PARAMETER_PREFIX, ClosedChainSimulator, active_theta, node_mapping
 from .inputs import set_stamp
+from .lifecycle import LoopNode, spin
 from .params import Param
 from .robot import joint_indices, load_robot
 from .timing import RealtimeLoop
@@ -94,19 +93,11 @@ def make_simulator(backend, model, urdf, dt, q0):
     return MujocoSimulator(model, urdf, dt, q0=q0)
 
 
-class SimulatorNode(LifecycleNode):
+class SimulatorNode(LoopNode):
     """The dyn_simulator lifecycle node (see the module docstring)."""
 
     def __init__(self, node_name="dyn_simulator", **kwargs):
-        super().__init__(node_name, **kwargs)
-        params.declare(self, PARAMETERS)
-        params.declare_group(self, PARAMETER_PREFIX)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.state = "unconfigured"
-        self.loop = None
-        self._configured = None
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", qos.STATE)
-        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
+        super().__init__(node_name, PARAMETERS, PARAMETER_PREFIX, **kwargs)
 
     # ---------------------------------------------------------------- lifecycle
     def on_configure(self, state):
@@ -142,23 +133,6 @@ class SimulatorNode(LifecycleNode):
         self._stop_loop()
         self.state = "inactive"
         return super().on_deactivate(state)
-
-    def on_cleanup(self, state):
-        self._destroy_entities()
-        self.state = "unconfigured"
-        return super().on_cleanup(state)
-
-    def on_shutdown(self, state):
-        self._stop_loop()
-        self._destroy_entities()
-        self.state = "finalized"
-        return super().on_shutdown(state)
-
-    def on_error(self, state):
-        self._stop_loop()
-        self._destroy_entities()
-        self.state = "unconfigured"
-        return TransitionCallbackReturn.SUCCESS
 
     def _check(self, values):
         if values["backend"] not in BACKENDS:
@@ -316,10 +290,6 @@ class SimulatorNode(LifecycleNode):
     def _on_loop_error(self, error):
         self.get_logger().error(f"simulation stopped by an error: {error!r}")
 
-    def _stop_loop(self):
-        if self.loop is not None and self.loop.running:
-            self.loop.stop()
-
     def _publish_diagnostics(self):
         status = DiagnosticStatus(name=f"{self.get_name()}: simulation", hardware_id="")
         c = self._configured
@@ -361,22 +331,7 @@ class _Configured:
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = SimulatorNode()
-    executor = MultiThreadedExecutor()
-    executor.add_node(node)
-    try:
-        if node.get_parameter("autostart").value:
-            node.trigger_configure()
-            if node.state == "inactive":
-                node.trigger_activate()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node._stop_loop()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin(SimulatorNode, args)
 
 
 if __name__ == "__main__":
