@@ -33,8 +33,8 @@ demo: $(RUN_STAMP)
 	$(VENV)/bin/dyn-control demo
 
 test: $(TEST_STAMP)
-	$(PY) -m pytest -q test
-	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -m kernels test
+	$(PY) -m pytest -q -rs test
+	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -rs -m kernels test
 
 bench: $(TEST_STAMP)
 	$(PY) bench/run.py
