@@ -319,6 +319,21 @@ def test_yaml_parameters_build_the_default_mapping(model, mapping):
     np.testing.assert_allclose(from_yaml.complete(theta_a), mapping.complete(theta_a), atol=1e-12)
 
 
+def test_parameters_as_a_config_dict_as_in_the_design(model):
+    """dc.load_mapping(name, model, config) (DESIGN.md's form) reads the same parameters as keywords;
+    a keyword overrides the dict; a config that is not a dict is refused by name."""
+    config = yaml.safe_load((HERE.parent / "config" / "five_bar.yaml").read_text())["mapping"]
+    swapped = dict(config["parameters"], active_joints=["joint4", "joint1"])
+    from_dict = dc.load_mapping(config["name"], model, swapped)
+    assert from_dict.active_joints == ("joint4", "joint1")
+    overridden = dc.load_mapping(config["name"], model, swapped, active_joints=["joint1", "joint4"])
+    assert overridden.active_joints == ("joint1", "joint4")
+    q = from_dict.complete(np.array([-0.2, 0.3]))
+    assert _closure_error(q) < 1e-10     # the seed's eq. 11, written independently above
+    with pytest.raises(ValueError, match="five_bar"):
+        dc.load_mapping("five_bar", model, ["joint1"])
+
+
 # ------------------------------------------------------------------------------------------------
 # plugins
 

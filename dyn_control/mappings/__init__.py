@@ -96,9 +96,10 @@ def available_mappings():
     return sorted({ep.name for ep in _mapping_entry_points()})
 
 
-def load_mapping(name, model, **params):
+def load_mapping(name, model, config=None, **params):
     """The closed-chain mapping plugin `name` (an entry point of group dyn_control.mappings) built on
-    the equivalent-tree `model` with keyword parameters `params`.
+    the equivalent-tree `model` with its parameters, given as a dict `config` (e.g. the `parameters`
+    of config/five_bar.yaml), as keywords, or both (keywords win).
 
     ValueError when no plugin has that name; MappingPluginError, naming the plugin, when it fails to
     import or is not a ClosedChainMapping."""
@@ -116,7 +117,9 @@ def load_mapping(name, model, **params):
     if not (isinstance(mapping_class, type) and issubclass(mapping_class, ClosedChainMapping)):
         raise MappingPluginError(f"closed-chain mapping plugin {name!r} ({entry_point.value}) is not a "
                                  f"dyn_control.mappings.ClosedChainMapping subclass")
-    return mapping_class(model, **params)
+    if config is not None and not isinstance(config, dict):
+        raise ValueError(f"config of mapping {name!r} must be a dict of parameters, got {type(config).__name__}")
+    return mapping_class(model, **{**(config or {}), **params})
 
 
 @dataclass
