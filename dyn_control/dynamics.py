@@ -253,7 +253,7 @@ def jacobian(model, data, q, frame, reference="world"):
     G = model.coupling
     J = data.J if G is None else data.J_tree
     if not _kin.frame_jacobian(model._parents, model._screw_axes, model._home_R, model._home_p, q_t,
-                               data.R, data.p, data.oR, data.op, model._frame_body[f], model._frame_R[f],
+                               data.support, data.R, data.p, data.oR, data.op, model._frame_body[f], model._frame_R[f],
                                model._frame_p[f], code, J):
         raise non_finite_error(q=q)
     if G is not None:

@@ -243,6 +243,7 @@ class Data:
         self.oIc = np.zeros((nb, 6, 6))        # composite inertia, root frame
         self.oBc = np.zeros((nb, 6, 6))        # composite Coriolis body matrix, root frame
         # jacobians
+        self.support = np.zeros(nb, dtype=np.int64)  # a body and its supports, leaf to root
         self.J = np.zeros((6, nv))             # frame Jacobian output
         self.J_tree = np.zeros((6, nb))
         # first-order derivatives, regressor, Minv (dyn_control/derivatives.py)

@@ -19,38 +19,67 @@ def revolute_axis(screw):
     return 0
 
 
+@njit(cache=True, inline="always")
+def joint_transform(screw, home_R, home_p, q_i, R, p):
+    """(R, p) = M_i exp([S_i] q_i) for one body, M_i = (home_R, home_p)."""
+    axis = revolute_axis(screw)
+    if axis != 0:
+        # rotation about coordinate axis k: two columns of the home rotation turn, one stays
+        k = abs(axis) - 1
+        a = (k + 1) % 3
+        b = (k + 2) % 3
+        c = np.cos(q_i)
+        s = np.sin(q_i) if axis > 0 else -np.sin(q_i)
+        for r in range(3):
+            h_a = home_R[r, a]
+            h_b = home_R[r, b]
+            R[r, k] = home_R[r, k]
+            R[r, a] = c * h_a + s * h_b
+            R[r, b] = c * h_b - s * h_a
+            p[r] = home_p[r]
+        return
+    # general screw: exp([S_i] q_i) into (R, p) first, then premultiply by M_i
+    screw_exp_into(screw, q_i, R, p)
+    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
+    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
+    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    p0, p1, p2 = p[0], p[1], p[2]
+    for r in range(3):
+        h0, h1, h2 = home_R[r, 0], home_R[r, 1], home_R[r, 2]
+        R[r, 0] = h0 * r00 + h1 * r10 + h2 * r20
+        R[r, 1] = h0 * r01 + h1 * r11 + h2 * r21
+        R[r, 2] = h0 * r02 + h1 * r12 + h2 * r22
+        p[r] = h0 * p0 + h1 * p1 + h2 * p2 + home_p[r]
+
+
 @njit(cache=True)
 def joint_transforms(screw_axes, home_R, home_p, q, R, p):
     """T_{parent,i}(q) = M_i exp([S_i] q_i) for every body, into (R, p)."""
     for i in range(q.shape[0]):
-        axis = revolute_axis(screw_axes[i])
-        if axis != 0:
-            # rotation about coordinate axis k: two columns of the home rotation turn, one stays
-            k = abs(axis) - 1
-            a = (k + 1) % 3
-            b = (k + 2) % 3
-            c = np.cos(q[i])
-            s = np.sin(q[i]) if axis > 0 else -np.sin(q[i])
+        joint_transform(screw_axes[i], home_R[i], home_p[i], q[i], R[i], p[i])
+
+
+@njit(cache=True)
+def support_poses(parents, screw_axes, home_R, home_p, q, body, path, R, p, oR, op):
+    """World poses (oR, op) of `body` and the bodies supporting it only (what its Jacobian needs);
+    path receives them, body first."""
+    n = 0
+    j = body
+    while j >= 0:
+        path[n] = j
+        n += 1
+        j = parents[j]
+    for k in range(n - 1, -1, -1):
+        i = path[k]
+        joint_transform(screw_axes[i], home_R[i], home_p[i], q[i], R[i], p[i])
+        j = parents[i]
+        if j < 0:
             for r in range(3):
-                h_a = home_R[i, r, a]
-                h_b = home_R[i, r, b]
-                R[i, r, k] = home_R[i, r, k]
-                R[i, r, a] = c * h_a + s * h_b
-                R[i, r, b] = c * h_b - s * h_a
-                p[i, r] = home_p[i, r]
-            continue
-        # general screw: exp([S_i] q_i) into (R[i], p[i]) first, then premultiply by M_i
-        screw_exp_into(screw_axes[i], q[i], R[i], p[i])
-        r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
-        r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
-        r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
-        p0, p1, p2 = p[i, 0], p[i, 1], p[i, 2]
-        for r in range(3):
-            h0, h1, h2 = home_R[i, r, 0], home_R[i, r, 1], home_R[i, r, 2]
-            R[i, r, 0] = h0 * r00 + h1 * r10 + h2 * r20
-            R[i, r, 1] = h0 * r01 + h1 * r11 + h2 * r21
-            R[i, r, 2] = h0 * r02 + h1 * r12 + h2 * r22
-            p[i, r] = h0 * p0 + h1 * p1 + h2 * p2 + home_p[i, r]
+                for c in range(3):
+                    oR[i, r, c] = R[i, r, c]
+                op[i, r] = p[i, r]
+        else:
+            compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
 
 
 @njit(cache=True)
@@ -117,7 +146,7 @@ LOCAL_WORLD_ALIGNED = 2
 
 
 @njit(cache=True)
-def frame_jacobian(parents, screw_axes, home_R, home_p, q, R, p, oR, op, body, frame_R, frame_p,
+def frame_jacobian(parents, screw_axes, home_R, home_p, q, path, R, p, oR, op, body, frame_R, frame_p,
                    reference, J):
     """6 x nb Jacobian of a frame placed at (frame_R, frame_p) on `body`, angular rows first:
     WORLD: spatial velocity in the root frame at the root origin; LOCAL: twist in the frame;
@@ -125,8 +154,8 @@ def frame_jacobian(parents, screw_axes, home_R, home_p, q, R, p, oR, op, body, f
     Returns False, computing nothing, when q is not finite."""
     if not all_finite(q):
         return False
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    if body >= 0:
+        support_poses(parents, screw_axes, home_R, home_p, q, body, path, R, p, oR, op)
     _frame_jacobian(parents, screw_axes, oR, op, body, frame_R, frame_p, reference, J)
     return True
 
