@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 import dyn_control as dc
-from common import Row, per_call_us, pin_q, pinocchio_model, robot_urdf
+from common import Case, Row, per_call_us, pin_q, pinocchio_model, robot_urdf
 
 ROBOTS = ("panda", "talos_reduced")
 SAMPLES = 10_000
@@ -60,15 +60,8 @@ def run():
     rows = []
     rng = np.random.default_rng(0)
     for name in ROBOTS:
-        path = robot_urdf(name)
-        model = dc.load_urdf(path)
-        data = model.create_data()
-        pm = pinocchio_model(path)
-        pd = pm.createData()
-        q = rng.uniform(-1, 1, model.nv)
-        v = rng.normal(size=model.nv)
-        a = rng.normal(size=model.nv)
-        tau = dc.rnea(model, data, q, v, a).copy()
+        c = Case(name, rng)
+        model, data, pm, pd, q, v, a, tau = c.model, c.data, c.pm, c.pd, c.q, c.v, c.a, c.tau
         for case, ours, ref in _per_call_cases(model, data, pm, pd, q, v, a, tau):
             rows.append(Row(f"{case} {name} (nv={model.nv})", per_call_us(ours), per_call_us(ref)))
     threads = numba.get_num_threads()

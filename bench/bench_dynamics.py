@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 
 import dyn_control as dc
-from common import Row, per_call_us, pin_q, pinocchio_model, robot_urdf
+from common import Case, Row, per_call_us, pin_q
 
 ROBOTS = ("panda", "talos_reduced")
 
@@ -48,14 +48,8 @@ def run():
     rows = []
     rng = np.random.default_rng(0)
     for name in ROBOTS:
-        path = robot_urdf(name)
-        model = dc.load_urdf(path)
-        data = model.create_data()
-        pm = pinocchio_model(path)
-        pd = pm.createData()
-        q = rng.uniform(-1, 1, model.nv)
-        v = rng.normal(size=model.nv)
-        a = rng.normal(size=model.nv)
+        c = Case(name, rng)
+        model, data, pm, pd, q, v, a = c.model, c.data, c.pm, c.pd, c.q, c.v, c.a
         for case, ours, ref in _cases(model, data, pm, pd, q, v, a):
             rows.append(Row(f"{case} {name} (nv={model.nv})", per_call_us(ours), per_call_us(ref)))
     with tempfile.TemporaryDirectory() as empty_cache:

@@ -8,7 +8,7 @@ Russell, Wensing, arXiv:2302.06001)."""
 import numpy as np
 
 import dyn_control as dc
-from common import Row, per_call_us, pin_q, pinocchio_model, robot_urdf
+from common import Case, Row, per_call_us, pin_q
 
 ROBOTS = ("panda", "talos_reduced")
 EPS = 1e-6
@@ -41,15 +41,8 @@ def run():
     rows = []
     rng = np.random.default_rng(0)
     for name in ROBOTS:
-        path = robot_urdf(name)
-        model = dc.load_urdf(path)
-        data = model.create_data()
-        pm = pinocchio_model(path)
-        pd = pm.createData()
-        q = rng.uniform(-1, 1, model.nv)
-        v = rng.normal(size=model.nv)
-        a = rng.normal(size=model.nv)
-        tau = dc.rnea(model, data, q, v, a).copy()
+        c = Case(name, rng)
+        model, data, pm, pd, q, v, a, tau = c.model, c.data, c.pm, c.pd, c.q, c.v, c.a, c.tau
         ours = per_call_us(lambda: dc.rnea_second_derivatives(model, data, q, v, a))
         ref = per_call_us(lambda: pinocchio_central_differences(pm, pd, q, v, a), repeat=3)
         rows.append(Row(f"rnea_second_derivatives {name} (nv={model.nv})", ours, ref,

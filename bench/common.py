@@ -19,6 +19,25 @@ def per_call_us(fn, min_time=0.2, repeat=5):
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
 
+class Case:
+    """A robot loaded both ways at one random state: ours (model, data) and Pinocchio's (pm, pd),
+    q, v, a, and tau = rnea(q, v, a)."""
+
+    def __init__(self, name, rng):
+        import dyn_control as dc
+        path = robot_urdf(name)
+        self.name = name
+        self.model = dc.load_urdf(path)
+        self.data = self.model.create_data()
+        self.pm = pinocchio_model(path)
+        self.pd = self.pm.createData()
+        nv = self.model.nv
+        self.q = rng.uniform(-1, 1, nv)
+        self.v = rng.normal(size=nv)
+        self.a = rng.normal(size=nv)
+        self.tau = dc.rnea(self.model, self.data, self.q, self.v, self.a).copy()
+
+
 class Row:
     """One benchmark line: our time against the reference's (None when there is none)."""
 
