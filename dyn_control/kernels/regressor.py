@@ -12,9 +12,10 @@ so Y[k, 10 i: 10 i + 10] = s^T A_i with s = joint k's screw expressed in body i'
 """
 from numba import njit
 
-from ..spatial import cross_motion, motion_to_child, motion_to_parent
+from ..spatial import motion_to_child, motion_to_parent
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
+from .rnea import body_motion
 
 
 @njit(cache=True, inline="always")
@@ -60,21 +61,10 @@ def regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR
     s = tmp6[2]
     Y[:, :] = 0.0
     for i in range(nb):
-        j = parents[i]
         S = screw_axes[i]
         motion_to_parent(oR[i], op[i], S, oS[i])
         # eqs. 2-3: body twist and acceleration (base acceleration [0; -g] carries gravity)
-        if j < 0:
-            V[i, :] = 0.0
-            motion_to_child(R[i], p[i], base_accel, Vdot[i])
-        else:
-            motion_to_child(R[i], p[i], V[j], V[i])
-            motion_to_child(R[i], p[i], Vdot[j], Vdot[i])
-        for k in range(6):
-            V[i, k] += S[k] * v[i]
-        cross_motion(V[i], S, VxS)
-        for k in range(6):
-            Vdot[i, k] += S[k] * a[i] + VxS[k] * v[i]
+        body_motion(i, parents, S, R, p, base_accel, v, a, V, Vdot, VxS)
         w = V[i, :3]
         alpha = Vdot[i, :3]
         # b = udot + w x u
@@ -83,7 +73,7 @@ def regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR
         b[2] = Vdot[i, 5] + w[0] * V[i, 4] - w[1] * V[i, 3]
         # body i's force reaches every supporting joint k: s = S_k in body i's frame
         body_regressor_row(S, w, alpha, b, Y, i, 10 * i)
-        k = j
+        k = parents[i]
         while k >= 0:
             motion_to_child(oR[i], op[i], oS[k], s)
             body_regressor_row(s, w, alpha, b, Y, k, 10 * i)

@@ -7,6 +7,25 @@ from .inputs import all_finite
 from .kinematics import joint_transforms
 
 
+@njit(cache=True, inline="always")
+def body_motion(i, parents, S, R, p, base_accel, v, a, V, Vdot, tmp):
+    """Body i's twist V_i and acceleration Vdot_i in its own frame, from its parent's (tmp: 6-vector):
+    eq. 2: V_i = Ad_{T^-1} V_parent + S_i qd_i
+    eq. 3: Vdot_i = Ad_{T^-1} Vdot_parent + S_i qdd_i + ad_{V_i} S_i qd_i  (root: Vdot = [0; -g])"""
+    j = parents[i]
+    if j < 0:
+        V[i, :] = 0.0
+        motion_to_child(R[i], p[i], base_accel, Vdot[i])
+    else:
+        motion_to_child(R[i], p[i], V[j], V[i])
+        motion_to_child(R[i], p[i], Vdot[j], Vdot[i])
+    for k in range(6):
+        V[i, k] += S[k] * v[i]
+    cross_motion(V[i], S, tmp)
+    for k in range(6):
+        Vdot[i, k] += S[k] * a[i] + tmp[k] * v[i]
+
+
 @njit(cache=True)
 def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R, p, V, Vdot, F,
          tmp6, tau):
@@ -22,21 +41,7 @@ def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R
     GV = tmp6[0]
     VxGV = tmp6[1]
     for i in range(nb):
-        j = parents[i]
-        S = screw_axes[i]
-        # eq. 2: V_i = Ad_{T^-1} V_parent + S_i qd_i
-        # eq. 3: Vdot_i = Ad_{T^-1} Vdot_parent + S_i qdd_i + ad_{V_i} S_i qd_i
-        if j < 0:
-            V[i, :] = 0.0
-            motion_to_child(R[i], p[i], base_accel, Vdot[i])
-        else:
-            motion_to_child(R[i], p[i], V[j], V[i])
-            motion_to_child(R[i], p[i], Vdot[j], Vdot[i])
-        for k in range(6):
-            V[i, k] += S[k] * v[i]
-        cross_motion(V[i], S, VxGV)
-        for k in range(6):
-            Vdot[i, k] += S[k] * a[i] + VxGV[k] * v[i]
+        body_motion(i, parents, screw_axes[i], R, p, base_accel, v, a, V, Vdot, VxGV)
         # eq. 4 (own part): F_i = G_i Vdot_i - ad*_{V_i} G_i V_i - f_ext_i
         inertia_times(phi[i], Vdot[i], F[i])
         inertia_times(phi[i], V[i], GV)
