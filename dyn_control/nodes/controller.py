@@ -13,7 +13,7 @@ import math
 import time
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.lifecycle import TransitionCallbackReturn
 from sensor_msgs.msg import JointState
@@ -642,11 +642,7 @@ class ControllerNode(LoopNode):
                 level, message = DiagnosticStatus.WARN, "waiting for /joint_states"
             else:
                 message = "running"
-        status.level, status.message = level, message
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        array = DiagnosticArray(status=[status])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics.publish(array)
+        self._send_diagnostics(status, level, message, values)
 
 
 class _Configured:

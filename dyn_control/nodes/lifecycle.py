@@ -1,7 +1,7 @@
 """What the controller and the simulator nodes share: a lifecycle node with declared parameters, a
 loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, and the `main` of a console script."""
 import rclpy
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, KeyValue
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
@@ -40,6 +40,14 @@ class LoopNode(LifecycleNode):
         self._destroy_entities()
         self.state = "unconfigured"
         return TransitionCallbackReturn.SUCCESS
+
+    def _send_diagnostics(self, status, level, message, values):
+        """Publish `status` (a DiagnosticStatus) with its level, message and key/value pairs."""
+        status.level, status.message = level, message
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics.publish(array)
 
     def _stop_loop(self):
         if self.loop is not None and self.loop.running:

@@ -18,7 +18,7 @@ The last command is held for command_timeout, then the effort is zero.
 """
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.lifecycle import TransitionCallbackReturn
 from sensor_msgs.msg import JointState
@@ -311,11 +311,7 @@ class SimulatorNode(LoopNode):
                 level, message = DiagnosticStatus.WARN, "no command: zero effort"
             else:
                 message = "running"
-        status.level, status.message = level, message
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        array = DiagnosticArray(status=[status])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics.publish(array)
+        self._send_diagnostics(status, level, message, values)
 
 
 class _Configured:
