@@ -33,31 +33,27 @@ def write_parameter_file(path, nodes):
 
 
 class RecordingMonitor:
-    """A bringup monitor that records the loop's topics (dyn_control.nodes.recorder.Recorder)."""
+    """A bringup monitor that records the loop's topics (dyn_control.nodes.recorder.Recorder) on
+    the bringup process's node (the nodes run in processes of their own)."""
 
     def __init__(self):
         self.recorder = None
-        self.nodes = None
 
-    def start(self, nodes, context):
-        from rclpy.node import Node
-
+    def start(self, node):
         from dyn_control.nodes.recorder import Recorder
-        self.nodes = nodes
-        self._node = Node("test_recorder", context=context)
-        self.recorder = Recorder(self._node)
+        self._node = node
+        self.recorder = Recorder(node)
 
     def status(self, phase, elapsed):
         self.recorder.poll()
 
     def stop(self):
         self.recorder.poll()
-        self._node.destroy_node()
 
 
 def run_closed_loop(tmp_path, nodes, duration):
-    """Bring up `nodes` ({name: parameters}) in this process for `duration` seconds after activation,
-    recording; returns the monitor (its .recorder holds the run)."""
+    """Bring up `nodes` ({name: parameters}), each in its own process, for `duration` seconds after
+    activation, recording in this one; returns the monitor (its .recorder holds the run)."""
     monitor = RecordingMonitor()
     code = bringup(write_parameter_file(tmp_path / "params.yaml", nodes), duration, monitor)
     assert code == 0, f"bringup exited with {code}"

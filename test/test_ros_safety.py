@@ -198,11 +198,11 @@ def test_faulty_joint_state_is_rejected_and_counted(active, fault):
         "unknown_name": lambda: state(positions=Q + 0.5, names=JOINTS[:3] + ["bogus_joint"] + JOINTS[4:]),
         "duplicate_name": lambda: state(positions=Q + 0.5, names=JOINTS[:6] + [JOINTS[0]]),
     }[fault]
-    rejected = controller._configured.reader.rejected
+    rejected = controller.counters()["rejected joint states"]
     injector.message = alternating(bad)
     commands = injector.commands_for(0.3)
     assert_all_close(commands, computed_torque(), f"{fault}: a rejected state reached the command")
-    assert controller._configured.reader.rejected >= rejected + 20
+    assert controller.counters()["rejected joint states"] >= rejected + 20
 
 
 def test_stale_joint_states_switch_to_safe_mode_and_back(active):
@@ -256,7 +256,7 @@ def test_nan_reference_is_rejected(active):
         injector.reference.publish(point)
     time.sleep(0.1)
     assert_all_close(injector.commands_for(0.2), expected, "a faulty reference reached the command")
-    assert controller._configured.rejected_references == 3
+    assert controller.counters()["rejected references"] == 3
 
 
 def test_overflowing_state_never_gives_a_non_finite_command(active):
@@ -268,7 +268,7 @@ def test_overflowing_state_never_gives_a_non_finite_command(active):
     commands = injector.commands_for(0.2)
     assert np.isfinite(commands).all()
     assert_all_close(commands, -LIMITS, "clipped safe torque")
-    assert controller._configured.non_finite_commands > 0
+    assert controller.counters()["non-finite commands replaced"] > 0
 
 
 def test_parameter_gradient_matches_the_regressor(active):

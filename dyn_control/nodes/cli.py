@@ -3,22 +3,29 @@
     dyn-control bringup CONFIG.yaml [--duration S]
     dyn-control demo [--duration S] [--output DIR]
 
-bringup starts the nodes of a ROS 2 parameter file (the `node_name: ros__parameters: {...}` format
-that the launch files pass too) in one process with a MultiThreadedExecutor, and drives their
-lifecycle itself: configure every node, then activate the controllers and then the simulators.
-The file reaches the nodes through rcl's own parser (`--ros-args --params-file CONFIG.yaml`), so
-wildcards (`/**`) and namespaces behave as under ros2 launch. Entries for other nodes (e.g. a
-controller_manager) are skipped.
+bringup starts each node of a ROS 2 parameter file (the `node_name: ros__parameters: {...}` format
+that the launch files pass too) in a process of its own, as ros2 launch does (one interpreter
+cannot run two 1 kHz loops: one GIL), and drives their lifecycles through the lifecycle services
+from this process: configure every node (simulators first), then activate the controllers and
+then the simulators. At the end (--duration, Ctrl-C, SIGTERM) it deactivates the controllers
+first (each publishes its safe command), then the simulators, and ends the processes; a node
+process that dies is reported and ends the bringup with exit code 1. The file reaches the nodes
+through rcl's own parser (`--ros-args --params-file CONFIG.yaml`), so wildcards (`/**`) and
+namespaces behave as under ros2 launch. Entries for other nodes (e.g. a controller_manager) are
+skipped.
 
 demo is bringup of the bundled config/demo.yaml (7-DoF arm, builtin simulator, sine reference, a
 10 N force at the tool between 3 s and 6 s) with a live status line and, at the end, a plot of
-tracking and wrench estimation in demo_output/.
+tracking and wrench estimation in demo_output/ and the loop's figures measured from outside.
 
 DDS discovery stays on this machine: main() sets ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST unless the
 environment already sets it.
 """
 import argparse
+import ctypes
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -27,6 +34,9 @@ import yaml
 
 NODE_TYPES = {"dyn_controller": "controller", "dyn_simulator": "simulator"}
 STATUS_PERIOD = 0.25     # [s] between status-line updates
+CONFIGURE_TIMEOUT = 600.0    # [s] a first configure compiles the Numba kernels
+TRANSITION_TIMEOUT = 10.0    # [s] for the other transitions
+PR_SET_PDEATHSIG = 1
 
 
 def nodes_in_config(path):
@@ -57,15 +67,13 @@ def nodes_in_config(path):
 
 
 def bringup(config, duration=None, monitor=None):
-    """Run the dyn_control nodes of parameter file `config` for `duration` seconds after activation
-    (None: until Ctrl-C). monitor (optional): an object with start(nodes, context), status(phase,
+    """Run the dyn_control nodes of parameter file `config`, each in its own process, for
+    `duration` seconds after activation (None: until Ctrl-C or SIGTERM). monitor (optional): an
+    object with start(node) (an rclpy node of this process to subscribe with), status(phase,
     elapsed) called every STATUS_PERIOD from its own thread, and stop(). Returns an exit code."""
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
-
-    from .controller import ControllerNode
-    from .simulator import SimulatorNode
 
     found, others = nodes_in_config(config)
     if not found:
@@ -73,60 +81,129 @@ def bringup(config, duration=None, monitor=None):
         return 2
     if others:
         print(f"bringup: skipping the other nodes of {os.path.basename(config)}: {', '.join(others)}")
+    stop = threading.Event()
+    previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGINT, signal.SIGTERM)}
+    children = [_NodeProcess(namespace, name, config) for namespace, name in found]
     context = rclpy.Context()
-    rclpy.init(args=["--ros-args", "--params-file", config], context=context,
-               signal_handler_options=SignalHandlerOptions.NO)
-    classes = {"controller": ControllerNode, "simulator": SimulatorNode}
-    nodes = [classes[NODE_TYPES[name]](name, namespace=namespace, context=context) for namespace, name in found]
-    executor = MultiThreadedExecutor(context=context)
-    for node in nodes:
-        executor.add_node(node)
+    rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node("dyn_control_bringup", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name="bringup executor", daemon=True)
     spinner.start()
     phase = {"name": "configure", "since": time.monotonic()}
     status = None
     code = 0
     try:
+        for child in children:
+            child.connect(node)
         if monitor is not None:
-            monitor.start(nodes, context)
+            monitor.start(node)
             status = _StatusThread(monitor, phase)
             status.start()
-        # simulators first (fast), then controllers (Numba warm-up); activate controllers first so
-        # they are listening when the simulators start publishing
-        for node in sorted(nodes, key=lambda n: isinstance(n, ControllerNode)):
-            if not _transition(node, "configure", "inactive"):
-                return 1
-        for node in sorted(nodes, key=lambda n: not isinstance(n, ControllerNode)):
-            if not _transition(node, "activate", "active"):
-                return 1
+        controllers_last = sorted(children, key=lambda child: child.kind == "controller")
+        for child in controllers_last:
+            if not child.transition("configure", stop, children):
+                return 130 if stop.is_set() else 1
+        for child in reversed(controllers_last):
+            if not child.transition("activate", stop, children):
+                return 130 if stop.is_set() else 1
         phase.update(name="run", since=time.monotonic())
         deadline = None if duration is None else time.monotonic() + duration
-        while deadline is None or time.monotonic() < deadline:
-            time.sleep(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
-    except KeyboardInterrupt:
-        code = 130
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            dead = [child for child in children if child.process.poll() is not None]
+            if dead:
+                for child in dead:
+                    print(f"bringup: {child.name} exited with code {child.process.returncode}", file=sys.stderr)
+                code = 1
+                break
+            stop.wait(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
+        if stop.is_set():
+            code = 130
     finally:
         phase.update(name="stop", since=time.monotonic())
-        for node in nodes:
-            if node.state == "active":
-                node.trigger_deactivate()
+        for child in children:
+            if child.kind == "controller" and child.state == "active":
+                child.transition("deactivate")
         if status is not None:
             status.stop()
             monitor.stop()
+        for child in children:
+            child.end()
         executor.shutdown()
-        for node in nodes:
-            node.destroy_node()
+        node.destroy_node()
         rclpy.try_shutdown(context=context)
         spinner.join(1.0)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     return code
 
 
-def _transition(node, transition, expected):
-    getattr(node, "trigger_" + transition)()
-    if node.state != expected:
-        print(f"bringup: {node.get_name()} failed to {transition} (see its log above)", file=sys.stderr)
+class _NodeProcess:
+    """One node in its own process (`python -m dyn_control.nodes.<kind>`), with clients of its
+    lifecycle services."""
+
+    def __init__(self, namespace, name, config):
+        self.kind = NODE_TYPES[name]
+        self.name = name if namespace == "/" else f"{namespace}/{name}"
+        self.path = f"{namespace.rstrip('/')}/{name}"
+        command = [sys.executable, "-m", f"dyn_control.nodes.{self.kind}", "--ros-args", "--params-file", config,
+                   "-r", f"__node:={name}", "-r", f"__ns:={namespace}"]
+        # its own process group: a Ctrl-C reaches this process, which stops the nodes in order;
+        # and it ends with this process, however that ends
+        self.process = subprocess.Popen(command, start_new_session=True, preexec_fn=_end_with_parent)
+        self.state = "unconfigured"
+
+    def connect(self, node):
+        from lifecycle_msgs.srv import ChangeState
+        self.client = node.create_client(ChangeState, f"{self.path}/change_state")
+
+    def transition(self, transition, stop=None, children=()):
+        """Request a lifecycle transition and wait for its answer (configure: up to
+        CONFIGURE_TIMEOUT, it compiles the kernels the first time). False when it fails, a node
+        process of `children` (or this one) dies first, or `stop` is set."""
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+        request = ChangeState.Request()
+        request.transition.id = getattr(Transition, f"TRANSITION_{transition.upper()}")
+        deadline = time.monotonic() + (CONFIGURE_TIMEOUT if transition == "configure" else TRANSITION_TIMEOUT)
+        future = None
+        while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
+            dead = [child.name for child in (self, *children) if child.process.poll() is not None]
+            if dead:
+                print(f"bringup: {', '.join(dead)} exited before {self.name} could {transition}", file=sys.stderr)
+                return False
+            if future is None:
+                if self.client.wait_for_service(timeout_sec=0.05):
+                    future = self.client.call_async(request)
+            elif future.done():
+                if future.result().success:
+                    self.state = {"configure": "inactive", "activate": "active"}.get(transition, "inactive")
+                    return True
+                break
+            else:
+                time.sleep(0.01)
+        if stop is None or not stop.is_set():
+            print(f"bringup: {self.name} failed to {transition} (see its log above)", file=sys.stderr)
         return False
-    return True
+
+    def end(self, timeout=5.0):
+        """SIGINT (the node deactivates itself, publishing its safe command), then SIGKILL."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _end_with_parent():
+    """In the child before exec: SIGTERM when the bringup process dies (Linux)."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 class _StatusThread:

@@ -3,10 +3,16 @@ online inertial-parameter gradients, as an rclpy LifecycleNode.
 
     ros2 run dyn_control controller --ros-args --params-file config/controller.yaml
 
-configure: builds the model, the control laws and every buffer, and runs each Numba kernel the
-loop calls once (warm-up), so the first tick runs compiled code. activate: starts the loop thread
-(timing.RealtimeLoop) at rate_hz. Each tick takes the newest /joint_states (polled, see qos.py),
-evaluates the reference at the joint state's stamp, computes the torque and publishes it.
+configure: builds the model and the tick (control/tick.py: every buffer, one compiled kernel) and
+runs that kernel once on the loop's own buffers (warm-up), so the first tick runs compiled code.
+activate: starts the loop thread (timing.RealtimeLoop) at rate_hz.
+
+A tick is constant-time: it takes the queued /joint_states serialized (qos.py), parses the newest
+valid one only (wire.py), sets the flags of the tick kernel (a new sample, its stamp difference as
+dt, safe mode from the watchdog) and calls it once, then publishes the command as bytes. The
+every-N-ticks messages (~/desired, ~/external_torque with ~/wrench_estimate, the gradients) fall
+on different ticks. The watchdog runs from the arrival of the newest valid sample.
+A closed chain (mapping.name) runs its computed torque in Python through the mapping plugin.
 Parameters, topics and safety rules: README.md, "ROS 2 nodes".
 """
 import math
@@ -16,24 +22,25 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 
+from ..control import tick as T
 from ..control.adaptation import InertialAdaptation
 from ..control.computed_torque import SAFE_MODES, ComputedTorque, clamp_effort
-from ..control.momentum_observer import MomentumObserver, wrench_from_joint_torque
-from ..control.parameter_gradient import AccelerationFilter, ParameterGradient
 from . import params, qos
 from .closed_chain import PARAMETER_PREFIX, node_mapping
-from .inputs import ACCEPTED, JointStateReader, reference_from_point, set_stamp
+from .inputs import ACCEPTED, JointStateReader, reference_from_point
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .robot import coordinate_effort_limits, joint_indices, load_robot, per_joint
-from .timing import RealtimeLoop
-from .twist_gradient import TwistGradient
+from .timing import RealtimeLoop, default_cpu
+from .wire import RawMessage, markers
 
 REFERENCE_TYPES = ("hold", "sine")
+GRAVITY_MODES = ("controller", "robot")
 MAX_RATE_HZ = 10000.0
 
 PARAMETERS = (
@@ -77,8 +84,15 @@ PARAMETERS = (
     Param("safe_mode_damping", 2.0, "numbers", "live", "safe-mode damping [N m s/rad], one or one per joint"),
     Param("state_publish_period", 10, "integer", "activate",
           "ticks between ~/desired, ~/external_torque and ~/wrench_estimate messages"),
+    Param("gravity_compensation", "controller", "string", "configure",
+          "who compensates gravity: controller (g(q) in every command) | robot (the robot adds g(q) itself, "
+          "as Franka and UR do: commands leave it out)"),
     Param("realtime.priority", 0, "integer", "activate", "SCHED_FIFO priority of the loop thread (0: off)"),
-    Param("realtime.cpu", -1, "integer", "activate", "CPU the loop thread is pinned to (-1: any)"),
+    Param("realtime.cpu", -1, "integer", "activate",
+          "CPU the loop thread is pinned to (-1: the last CPU when the process may use 2 or more, else any; "
+          "-2: no pinning)"),
+    Param("realtime.spin_us", 200.0, "number", "activate",
+          "the loop thread spins (instead of sleeping) this long before each deadline [us]"),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
 )
 
@@ -114,12 +128,14 @@ def check_values(values, njoints=None):
         "gradient.period": non_negative,
         "safe_mode": lambda n: choice(n, SAFE_MODES),
         "reference.type": lambda n: choice(n, REFERENCE_TYPES),
+        "gravity_compensation": lambda n: choice(n, GRAVITY_MODES),
+        "realtime.spin_us": non_negative,
     }
     for name, check in checks.items():
         if name in values:
             check(name)
     for name, low, high in (("gradient.window", 1, 100000), ("state_publish_period", 1, 1000000),
-                            ("realtime.priority", 0, 99), ("realtime.cpu", -1, 4096)):
+                            ("realtime.priority", 0, 99), ("realtime.cpu", -2, 4096)):
         if name in values and not low <= values[name] <= high:
             raise ValueError(f"parameter {name}: must be in [{low}, {high}], got {values[name]!r}")
     if njoints is not None:
@@ -164,7 +180,8 @@ class ControllerNode(LoopNode):
         result = super().on_activate(state)
         self.state = "active"
         self.loop.start()
-        self.get_logger().info(f"control loop running at {1.0 / self.loop.period:g} Hz")
+        self.get_logger().info(f"control loop running at {1.0 / self.loop.period:g} Hz"
+                               + (f" on CPU {self.loop.cpu}" if self.loop.cpu >= 0 else ""))
         return result
 
     def on_deactivate(self, state):
@@ -180,6 +197,8 @@ class ControllerNode(LoopNode):
         if values["mapping.name"]:
             if values["adaptation.enabled"]:
                 raise ValueError("parameter adaptation.enabled: not available with a closed-chain mapping")
+            if values["gravity_compensation"] == "robot":
+                raise ValueError("parameter gravity_compensation: robot is not available with a closed-chain mapping")
             mapping = node_mapping(self, model, values["mapping.name"])
             joints = joints or list(mapping.active_joints)
             if sorted(joints) != sorted(mapping.active_joints):
@@ -193,30 +212,33 @@ class ControllerNode(LoopNode):
         check_values(values, n)
         c = _Configured()
         self._configured = c
-        c.model, c.controlled, c.frame = model, controlled, frame
-        c.mapping = mapping
-        c.mapping_data = model.create_data()
+        c.model, c.controlled, c.frame, c.mapping = model, controlled, frame, mapping
         c.names = list(model.actuated_joints)
         c.controlled_names = [c.names[i] for i in controlled]
         c.uncontrolled = np.setdiff1d(np.arange(nv), controlled)
-        c.limits = coordinate_effort_limits(model)
-        c.law = ComputedTorque(model, 0.0, 0.0)
-        c.observer = MomentumObserver(model, values["estimator.gain"], 1.0 / values["rate_hz"])
-        c.wrench_data = model.create_data()
-        c.wrench_damping = values["estimator.damping"]
-        c.gradient = ParameterGradient(model, values["gradient.window"])
-        if values["gradient.twist"]:
-            c.twist = TwistGradient(model, values["gradient.window"])
-            c.twist_out = np.zeros(c.twist.nparams)
-        if values["adaptation.enabled"]:
-            c.adaptation = InertialAdaptation(model, values["adaptation.step_size"], values["adaptation.max_step"])
-        c.cutoff_hz = values["gradient.cutoff_hz"]
-        c.reader = JointStateReader(c.names)
-        # loop buffers, all (nv,) in the model's coordinate order
-        for name in ("q_d", "v_d", "a_d", "tau", "tau_applied", "tau_ext", "kp", "kd", "damping",
-                     "centre", "amplitude"):
-            setattr(c, name, np.zeros(nv))
-        c.gradient_out = np.zeros(c.gradient.nparams)
+        c.twist_enabled = values["gradient.twist"] and mapping is None
+        if mapping is None:
+            c.tick_kernel = T.ControllerTick(model, controlled, frame, values["gradient.window"])
+            f = c.tick_kernel.f
+            c.s = f.s
+            c.s[T.S_GRAVITY_BY_ROBOT] = values["gravity_compensation"] == "robot"
+            c.s[T.S_WRENCH_DAMPING] = values["estimator.damping"]
+            c.s[T.S_CUTOFF_HZ] = values["gradient.cutoff_hz"]
+            f.observer_gain[:] = values["estimator.gain"]
+            # the loop's arrays, (nv,) in the model's coordinate order, live in the tick's buffers
+            c.q, c.v, c.effort, c.tau, c.tau_ext = f.q, f.v, f.effort, f.tau, f.tau_ext
+            c.q_d, c.v_d, c.a_d, c.kp, c.kd, c.damping = f.q_d, f.v_d, f.a_d, f.kp, f.kd, f.damping
+            c.centre, c.amplitude = f.centre, f.amplitude
+            if values["adaptation.enabled"]:
+                c.adaptation = InertialAdaptation(model, values["adaptation.step_size"], values["adaptation.max_step"])
+        else:
+            c.law = ComputedTorque(model, 0.0, 0.0)
+            c.mapping_data = model.create_data()
+            c.limits = coordinate_effort_limits(model)
+            for name in ("q", "v", "effort", "tau", "tau_ext", "q_d", "v_d", "a_d", "kp", "kd", "damping",
+                         "centre", "amplitude"):
+                setattr(c, name, np.zeros(nv))
+        c.reader = JointStateReader(c.names, c.q, c.v, c.effort)
         # publishers and subscriptions
         c.command_pub = self.create_lifecycle_publisher(Float64MultiArray, values["command_topic"], qos.COMMAND)
         c.desired_pub = self.create_lifecycle_publisher(JointState, "~/desired", qos.STATE)
@@ -230,65 +252,76 @@ class ControllerNode(LoopNode):
         c.joint_states = qos.PolledSubscription(self, JointState, "/joint_states", qos.SENSOR_DATA)
         c.reference_sub = self.create_subscription(JointTrajectoryPoint, "~/reference", self._on_reference,
                                                    qos.STATE)
-        # preallocated messages
-        c.command_msg = Float64MultiArray()
-        c.command_msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
-        c.desired_msg = JointState(name=c.controlled_names)
-        c.external_msg = JointState(name=c.names)
-        c.wrench_msg = WrenchStamped()
-        c.wrench_msg.header.frame_id = model.root_name
-        nb = model.nbodies
-        c.gradient_msg = Float64MultiArray()
-        c.gradient_msg.layout.dim = [
-            MultiArrayDimension(label="bodies", size=nb, stride=10 * nb),
-            MultiArrayDimension(label="parameters", size=10, stride=10)]
-        c.labels_pub.publish(String(data="\n".join(c.gradient.labels)))
-        c.estimate_msg = Float64MultiArray(layout=c.gradient_msg.layout)
-        c.twist_msg = Float64MultiArray()
-        c.twist_msg.layout.dim = [
-            MultiArrayDimension(label="joints", size=nb, stride=6 * nb),
-            MultiArrayDimension(label="components", size=6, stride=6)]
-        if c.twist is not None:
-            c.twist_labels_pub.publish(String(data="\n".join(c.twist.labels)))
+        self._build_messages()
         self._apply_live(values)
         self.get_logger().info(
             f"robot {model.name!r}: {nv} joints, controlling {', '.join(c.controlled_names)}"
             + (f" (closed chain: {values['mapping.name']})" if mapping is not None else "") + "; "
-            f"command on {c.command_pub.topic_name}; wrench estimate at {frame!r} in {model.root_name!r} axes")
+            f"command on {c.command_pub.topic_name}; wrench estimate at {frame!r} in {model.root_name!r} axes; "
+            f"gravity compensated by the {values['gravity_compensation']}")
+
+    def _build_messages(self):
+        """Serialized templates of every message the loop publishes (wire.RawMessage), and the labels."""
+        c = self._configured
+        n, nv, nb = len(c.controlled), c.model.nv, c.model.nbodies
+        command = Float64MultiArray(data=markers(n))
+        command.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
+        c.command_raw = RawMessage(command, {"data": command.data})
+        desired = JointState(name=c.controlled_names, position=markers(n), velocity=markers(n, 100.0),
+                             effort=markers(n, 200.0))
+        c.desired_raw = RawMessage(desired, {"position": desired.position, "velocity": desired.velocity,
+                                             "effort": desired.effort})
+        external = JointState(name=c.names, effort=markers(nv))
+        c.external_raw = RawMessage(external, {"effort": external.effort})
+        wrench = WrenchStamped()
+        wrench.header.frame_id = c.model.root_name
+        w = markers(6)
+        wrench.wrench.force.x, wrench.wrench.force.y, wrench.wrench.force.z = w[:3]
+        wrench.wrench.torque.x, wrench.wrench.torque.y, wrench.wrench.torque.z = w[3:]
+        c.wrench_raw = RawMessage(wrench, {"force": w[:3], "torque": w[3:]})
+        bodies = [MultiArrayDimension(label="bodies", size=nb, stride=10 * nb),
+                  MultiArrayDimension(label="parameters", size=10, stride=10)]
+        gradient = Float64MultiArray(data=markers(10 * nb))
+        gradient.layout.dim = bodies
+        c.gradient_raw = RawMessage(gradient, {"data": gradient.data})
+        c.estimate_raw = RawMessage(gradient, {"data": gradient.data})
+        twist = Float64MultiArray(data=markers(6 * nb))
+        twist.layout.dim = [MultiArrayDimension(label="joints", size=nb, stride=6 * nb),
+                            MultiArrayDimension(label="components", size=6, stride=6)]
+        c.twist_raw = RawMessage(twist, {"data": twist.data})
+        if c.mapping is None:
+            c.labels_pub.publish(String(data="\n".join(c.tick_kernel.labels)))
+            if c.twist_enabled:
+                c.twist_labels_pub.publish(String(data="\n".join(c.tick_kernel.twist_labels)))
 
     def _warm_up(self):
-        """Run every kernel the loop calls once, so Numba compiles (or loads from its cache) now."""
+        """Run the loop's compiled calls once on the loop's own buffers (the tick kernel with every
+        branch on, the joint-state parser), so Numba compiles (or loads from its cache) now."""
         c = self._configured
-        model = c.model
-        q = np.ascontiguousarray(model.neutral_configuration(), dtype=np.float64)
-        v = np.full(model.nv, 0.1)
-        a = np.full(model.nv, 0.2)
-        steps = (
-            ("computed torque", lambda: c.law.compute(q, v, q, v, a, out=c.tau)),
-            ("safe torque", lambda: c.law.safe_torque(q, v, c.damping, "gravity", out=c.tau)),
-            ("effort clamp", lambda: clamp_effort(c.tau, c.limits, out=c.tau)),
-            ("momentum observer", lambda: (c.observer.reset(q, v), c.observer.update(q, v, c.tau, out=c.tau_ext))),
-            ("wrench estimate", lambda: wrench_from_joint_torque(model, c.wrench_data, q, c.tau_ext, c.frame,
-                                                                 c.wrench_damping)),
-            ("parameter gradient", lambda: (c.gradient.add_sample(q, v, a, c.tau), c.gradient.gradient(
-                out=c.gradient_out))),
-            ("acceleration filter", lambda: AccelerationFilter(model.nv, 1e-3, c.cutoff_hz).update(v)),
-        )
-        if c.twist is not None:
-            steps += (("twist gradient", lambda: (c.twist.add_sample(q, v, a, c.tau), c.twist.gradient(c.twist_out))),)
-        if c.mapping is not None:
-            closed = c.mapping.reference_configuration
-            steps += (("closed-chain computed torque", lambda: self._computed_torque(closed, v, c.tau)),)
         start = time.perf_counter()
-        for k, (name, call) in enumerate(steps, 1):
-            self.warmup_progress = f"compiling {k}/{len(steps)}: {name}"
-            call()
+        self.warmup_progress = "compiling 1/2: joint-state parser"
+        sample = JointState(name=c.names, position=c.model.neutral_configuration().tolist(),
+                            velocity=[0.1] * c.model.nv, effort=[0.2] * c.model.nv)
+        c.reader.read(serialize_message(sample), 1)
+        c.reader.forget()
+        self.warmup_progress = "compiling 2/2: the tick"
+        if c.mapping is None:
+            s = c.s
+            for flag in (T.S_ESTIMATE, T.S_RESET, T.S_GRADIENTS, T.S_TWIST, T.S_WANT_WRENCH, T.S_WANT_GRADIENT,
+                         T.S_WANT_TWIST):
+                s[flag] = 1.0
+            s[T.S_DT] = 1e-3
+            c.tick_kernel.tick()
+            s[T.S_RESET], s[T.S_NEW_SAMPLE] = 0.0, 1.0
+            c.tick_kernel.tick()
+            c.tick_kernel.reset()
+        else:
+            closed = c.mapping.reference_configuration
+            self._closed_chain_torque(closed, np.zeros(c.model.nv), c.tau)
+            c.law.safe_torque(closed, c.v, c.damping, "gravity", out=c.tau)
+        c.tau[:] = 0.0
         self.compile_time = time.perf_counter() - start
         self.warmup_progress = f"compiled in {self.compile_time:.1f} s"
-        c.gradient.clear()
-        if c.twist is not None:
-            c.twist.clear()
-        c.tau[:] = 0.0
         self.get_logger().info(f"loop kernels compiled (or loaded from the Numba cache) in "
                                f"{self.compile_time:.2f} s")
 
@@ -313,17 +346,17 @@ class ControllerNode(LoopNode):
         """Gains, safety settings and compensation, into the configured objects."""
         c = self._configured
         n = len(c.controlled)
-        kp = per_joint("gains.kp", values["gains.kp"], n)
-        kd = per_joint("gains.kd", values["gains.kd"], n)
-        c.kp[:] = 0.0
-        c.kd[:] = 0.0
-        c.kp[c.controlled] = kp
-        c.kd[c.controlled] = kd
-        c.law.set_gains(c.kp, c.kd)
+        c.kp[c.controlled] = per_joint("gains.kp", values["gains.kp"], n)
+        c.kd[c.controlled] = per_joint("gains.kd", values["gains.kd"], n)
         c.damping[c.controlled] = per_joint("safe_mode_damping", values["safe_mode_damping"], n)
         c.safe_mode = values["safe_mode"]
         c.watchdog_timeout = values["watchdog_timeout"]
         c.compensation = values["estimator.compensation"]
+        if c.mapping is None:
+            c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero"
+            c.s[T.S_COMPENSATION] = c.compensation
+        else:
+            c.law.set_gains(c.kp, c.kd)
 
     def _on_set_parameters(self, changes):
         reason = params.refusal(PARAMETERS, changes, self.state)
@@ -352,17 +385,15 @@ class ControllerNode(LoopNode):
     def _start(self, values):
         c = self._configured
         n = len(c.controlled)
-        period = 1.0 / values["rate_hz"]
-        c.observer.dt = period
-        c.acceleration = AccelerationFilter(c.model.nv, period, c.cutoff_hz)
-        c.gradient.clear()
         c.reader.forget()
-        c.reference_type = values["reference.type"]
+        c.reference_sine = values["reference.type"] == "sine"
         c.reference_position = values["reference.position"]
         c.amplitude[:] = 0.0
-        c.amplitude[c.controlled] = per_joint("reference.amplitude", values["reference.amplitude"], n)
+        if c.reference_sine:
+            c.amplitude[c.controlled] = per_joint("reference.amplitude", values["reference.amplitude"], n)
         c.omega = 2.0 * math.pi * values["reference.frequency"]
         c.reference_point = None
+        c.applied_point = None
         c.start_stamp = None
         c.last_sample_time = None
         c.safe = False
@@ -371,23 +402,27 @@ class ControllerNode(LoopNode):
         c.gradient_period = 0 if c.mapping is not None else values["gradient.period"]
         c.error_sq = 0.0
         c.error_count = 0
-        self.loop = RealtimeLoop("dyn_controller loop", period, self._tick, priority=values["realtime.priority"],
-                                 cpu=values["realtime.cpu"], warn=self.get_logger().warning,
+        if c.mapping is None:
+            s = c.s
+            s[T.S_OMEGA] = c.omega
+            s[T.S_POINT] = 0.0
+            s[T.S_ESTIMATE] = 1.0
+            s[T.S_GRADIENTS] = 1.0 if c.gradient_period else 0.0
+            s[T.S_TWIST] = 1.0 if c.gradient_period and c.twist_enabled else 0.0
+            c.tick_kernel.reset()
+        cpu = values["realtime.cpu"]
+        self.loop = RealtimeLoop("dyn_controller loop", 1.0 / values["rate_hz"], self._tick,
+                                 priority=values["realtime.priority"], cpu=default_cpu() if cpu == -1 else cpu,
+                                 spin=values["realtime.spin_us"] * 1e-6, warn=self.get_logger().warning,
                                  on_error=self._on_loop_error)
 
     # ---------------------------------------------------------------- the loop
     def _tick(self, now):
         c = self._configured
-        reader = c.reader
-        new_sample = False
-        while True:
-            msg = c.joint_states.take()
-            if msg is None:
-                break
-            if reader.read(msg, time.time_ns()) == ACCEPTED:
-                self._on_sample(now)
-                new_sample = True
-        if reader.stamp is None:
+        c.new_sample = self._take_joint_state(now)
+        if c.new_sample:
+            self._on_sample(now)
+        if c.reader.stamp is None:
             return      # no joint state yet: nothing to command
         stale = now - c.last_sample_time > c.watchdog_timeout
         if stale != c.safe:
@@ -398,80 +433,53 @@ class ControllerNode(LoopNode):
                                         f"{now - c.last_sample_time:.3f} s")
             else:
                 self.get_logger().info("joint states are back: leaving safe mode")
-        q, v, tau = reader.q, reader.v, c.tau
-        self._reference((reader.stamp - c.start_stamp) * 1e-9, q, v)
-        if c.safe:
-            self._law_safe_torque(q, v, tau)
-        else:
-            self._computed_torque(q, v, tau)
-            if c.compensation:
-                tau -= c.tau_ext
-            if new_sample:
-                e = c.q_d[c.controlled] - q[c.controlled]
-                c.error_sq += float(e @ e) / len(e)
-                c.error_count += 1
-        if not np.isfinite(tau).all():
-            c.non_finite_commands += 1
-            self._safe_torque(q, v, tau)
-        clamp_effort(tau, c.limits, out=tau)
-        tau[c.uncontrolled] = 0.0     # tau is now what the robot is told to apply
-        c.command_msg.data = tau[c.controlled]
-        c.command_pub.publish(c.command_msg)
-        c.tick += 1
-        if c.tick % c.publish_period == 0:
-            self._publish_state()
-        if c.gradient_period and c.tick % c.gradient_period == 0 and c.gradient.count:
-            self._gradients()
-
-    def _computed_torque(self, q, v, out):
-        """The computed torque on the tree, or with a mapping on the closed chain: the reference and
-        the gains of the active joints, tau_a = mapping.inverse_dynamics(theta_a, dtheta_a, a_cmd),
-        a_cmd = a_d + kd (v_d - v) + kp (q_d - q), zero on the passive joints. Where the loop
-        closure fails (a measured state off the closed chain, a singular configuration) the safe
-        torque replaces it."""
-        c = self._configured
+        t = (c.reader.stamp - c.start_stamp) * 1e-9
+        k = c.tick
+        publish_phase = k % c.publish_period
+        gradient_phase = k % c.gradient_period if c.gradient_period else -1
         if c.mapping is None:
-            c.law.compute(q, v, c.q_d, c.v_d, c.a_d, out=out)
-            return
-        active = c.mapping.active_indices
-        a_cmd = c.a_d[active] + c.kd[active] * (c.v_d[active] - v[active]) + c.kp[active] * (c.q_d[active] - q[active])
-        try:
-            tau_a = c.mapping.inverse_dynamics(c.model, c.mapping_data, q[active], v[active], a_cmd, guess=q)
-        except ValueError:
-            c.closure_failures += 1
-            self._safe_torque(q, v, out)
-            return
-        out[:] = 0.0
-        out[active] = tau_a
+            s = c.s
+            if c.reference_point is not c.applied_point:
+                self._apply_point()
+            s[T.S_T] = t
+            s[T.S_SAFE] = c.safe
+            s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
+            s[T.S_WANT_GRADIENT] = gradient_phase == 1 % c.gradient_period and s[T.S_COUNT] > 0
+            s[T.S_WANT_TWIST] = gradient_phase == 3 % c.gradient_period and c.twist_enabled and s[T.S_COUNT] > 0
+            c.tick_kernel.tick()
+            s[T.S_NEW_SAMPLE] = 0.0
+            s[T.S_RESET] = 0.0
+            c.command_raw.views["data"][:] = c.tick_kernel.f.command
+        else:
+            self._closed_chain_tick(t)
+            c.command_raw.views["data"][:] = c.tau[c.controlled]
+        c.command_pub.publish(c.command_raw.bytes())
+        c.tick += 1
+        # the every-N-ticks messages, each on a tick of its own
+        if publish_phase == 0:
+            self._publish_desired()
+        elif publish_phase == c.publish_period // 2 and c.mapping is None:
+            self._publish_estimates()
+        if c.mapping is None and s[T.S_WANT_GRADIENT]:
+            self._publish_gradient()
+        if c.mapping is None and s[T.S_WANT_TWIST]:
+            c.twist_raw.views["data"][:] = c.tick_kernel.f.twist_gradient
+            c.twist_pub.publish(c.twist_raw.bytes())
 
-    def _gradients(self):
-        """~/parameter_gradient, ~/twist_gradient and, when adapting, one adaptation step (on a full
-        window) after which the control laws use the new estimate, published on ~/inertial_parameters."""
+    def _take_joint_state(self, now):
+        """Take every queued joint state and parse them newest first until one is accepted: the
+        newest valid sample, whatever the backlog. True when a new sample was accepted."""
         c = self._configured
-        phi = None if c.adaptation is None else c.adaptation.phi
-        c.gradient.gradient(phi, out=c.gradient_out)
-        if not np.isfinite(c.gradient_out).all():
-            c.gradient.clear()
-            return
-        c.gradient_msg.data = c.gradient_out
-        c.gradient_pub.publish(c.gradient_msg)
-        if c.twist is not None and c.twist.count:
-            c.twist.gradient(out=c.twist_out)
-            if np.isfinite(c.twist_out).all():
-                c.twist_msg.data = c.twist_out
-                c.twist_pub.publish(c.twist_msg)
-        if c.adaptation is not None and c.gradient.count == c.gradient.window:
-            c.adaptation.update(c.gradient_out)
-            model = c.adaptation.model()
-            c.law.set_model(model)
-            c.observer.set_model(model, c.reader.q, c.reader.v)
-            if c.twist is not None:
-                c.twist.set_model(model)
-            c.estimate_msg.data = c.adaptation.phi
-            c.estimate_pub.publish(c.estimate_msg)
+        messages = c.joint_states.take_all_raw()
+        now_ns = time.time_ns()
+        for raw in reversed(messages):
+            if c.reader.read(raw, now_ns) == ACCEPTED:
+                return True
+        return False
 
     def _on_sample(self, now):
-        """A new accepted joint state: start the reference clock, update the estimators."""
+        """A new accepted joint state: start the reference clock, flag the estimators' step (or
+        their reset after a gap)."""
         c = self._configured
         reader = c.reader
         if c.start_stamp is None:
@@ -479,127 +487,166 @@ class ControllerNode(LoopNode):
             c.centre[:] = reader.q
             if c.reference_position:
                 c.centre[c.controlled] = per_joint("reference.position", c.reference_position, len(c.controlled))
-            self._reset_estimators()
-        elif (reader.stamp - c.previous_stamp) * 1e-9 > c.watchdog_timeout:
-            self._reset_estimators()    # after a gap the momentum balance starts over
+            reset, dt = True, 0.0
         else:
-            try:
-                if c.mapping is None:    # the tree's estimators do not model the loop closure
-                    self._update_estimators((reader.stamp - c.previous_stamp) * 1e-9)
-            except ValueError:          # a state so extreme that the estimates overflow
-                c.estimator_resets += 1
-                self._reset_estimators()
+            dt = (reader.stamp - c.previous_stamp) * 1e-9
+            reset = dt > c.watchdog_timeout    # after a gap the momentum balance starts over
+        if c.mapping is None:
+            c.s[T.S_NEW_SAMPLE] = 1.0
+            c.s[T.S_RESET] = reset
+            c.s[T.S_DT] = dt
+            c.s[T.S_HAS_EFFORT] = reader.has_effort
         c.previous_stamp = reader.stamp
         c.last_sample_time = now
 
-    def _update_estimators(self, dt):
-        """Momentum observer, acceleration filter and gradient window over one sample step."""
+    def _apply_point(self):
+        """A new ~/reference point: the reference of the controlled joints from now on."""
         c = self._configured
-        q, v = c.reader.q, c.reader.v
-        # the torque applied over the last step: measured, else what we commanded
-        c.tau_applied[:] = c.reader.effort if c.reader.has_effort else c.tau
-        c.observer.dt = dt
-        c.observer.update(q, v, c.tau_applied, out=c.tau_ext)
-        if not np.isfinite(c.tau_ext).all():
-            raise ValueError("non-finite external torque estimate")
-        a = c.acceleration.update(v)
-        if c.gradient_period:
-            c.gradient.add_sample(q, v, a, c.tau_applied)
-            if c.twist is not None:
-                c.twist.add_sample(q, v, a, c.tau_applied)
+        point = c.applied_point = c.reference_point
+        c.q_d[c.controlled], c.v_d[c.controlled], c.a_d[c.controlled] = point
+        c.s[T.S_POINT] = 1.0
 
-    def _reset_estimators(self):
+    def _publish_desired(self):
         c = self._configured
-        c.tau_ext[:] = 0.0
-        c.acceleration.reset()
-        c.gradient.clear()
-        if c.twist is not None:
-            c.twist.clear()
-        if c.mapping is None:
-            c.observer.reset(c.reader.q, c.reader.v)
+        m = c.desired_raw
+        m.set_stamp(c.reader.stamp)
+        m.views["position"][:] = c.q_d[c.controlled]
+        m.views["velocity"][:] = c.v_d[c.controlled]
+        m.views["effort"][:] = c.tau[c.controlled]
+        c.desired_pub.publish(m.bytes())
 
-    def _reference(self, t, q, v):
-        """q_d, v_d, a_d at time t [s] since the first joint state; joints not controlled follow
-        their measured state (no feedback on them)."""
+    def _publish_estimates(self):
+        """~/external_torque and ~/wrench_estimate (computed by this tick's kernel call)."""
         c = self._configured
+        stamp = c.reader.stamp
+        m = c.external_raw
+        m.set_stamp(stamp)
+        m.views["effort"][:] = c.tau_ext
+        c.external_pub.publish(m.bytes())
+        if c.s[T.S_WRENCH_OK]:
+            w = c.tick_kernel.f.wrench
+            m = c.wrench_raw
+            m.set_stamp(stamp)
+            m.views["torque"][:] = w[:3]
+            m.views["force"][:] = w[3:]
+            c.wrench_pub.publish(m.bytes())
+
+    def _publish_gradient(self):
+        """~/parameter_gradient and, when adapting, one adaptation step (on a full window) after
+        which the tick uses the new estimate, published on ~/inertial_parameters."""
+        c = self._configured
+        gradient = c.tick_kernel.f.gradient
+        if not np.isfinite(gradient).all():
+            c.tick_kernel.clear_window()
+            return
+        c.gradient_raw.views["data"][:] = gradient
+        c.gradient_pub.publish(c.gradient_raw.bytes())
+        if c.adaptation is not None and c.s[T.S_COUNT] == c.tick_kernel.window:
+            c.adaptation.update(gradient)
+            old = c.tick_kernel.model
+            c.tick_kernel.set_model(c.adaptation.model())
+            c.tick_kernel.shift_momentum(old)
+            c.estimate_raw.views["data"][:] = c.adaptation.phi
+            c.estimate_pub.publish(c.estimate_raw.bytes())
+
+    # ---------------------------------------------------------------- closed chains
+    def _closed_chain_tick(self, t):
+        """The tick of a closed chain, in Python: reference, computed torque through the mapping
+        (or the safe torque), finiteness fallback, clamp."""
+        c = self._configured
+        q, v, tau = c.q, c.v, c.tau
         point = c.reference_point
         if point is not None:
             c.q_d[c.controlled], c.v_d[c.controlled], c.a_d[c.controlled] = point
-        elif c.reference_type == "sine":
-            s, co = math.sin(c.omega * t), math.cos(c.omega * t)
-            np.multiply(c.amplitude, s, out=c.q_d)
-            c.q_d += c.centre
-            np.multiply(c.amplitude, c.omega * co, out=c.v_d)
-            np.multiply(c.amplitude, -c.omega * c.omega * s, out=c.a_d)
         else:
-            c.q_d[:] = c.centre
-            c.v_d[:] = 0.0
-            c.a_d[:] = 0.0
-        if c.uncontrolled.size:
-            c.q_d[c.uncontrolled] = q[c.uncontrolled]
-            c.v_d[c.uncontrolled] = v[c.uncontrolled]
-            c.a_d[c.uncontrolled] = 0.0
+            sine, cosine = math.sin(c.omega * t), math.cos(c.omega * t)
+            np.multiply(c.amplitude, sine, out=c.q_d)
+            c.q_d += c.centre
+            np.multiply(c.amplitude, c.omega * cosine, out=c.v_d)
+            np.multiply(c.amplitude, -c.omega * c.omega * sine, out=c.a_d)
+        if c.safe:
+            self._closed_chain_safe_torque(q, v, tau)
+        else:
+            self._closed_chain_torque(q, v, tau)
+        if not np.isfinite(tau).all():
+            c.non_finite_commands += 1
+            self._closed_chain_safe_torque(q, v, tau)
+        clamp_effort(tau, c.limits, out=tau)
+        tau[c.uncontrolled] = 0.0
+        if c.new_sample and not c.safe:
+            e = c.q_d[c.controlled] - q[c.controlled]
+            c.error_sq += float(e @ e) / len(e)
+            c.error_count += 1
 
-    def _law_safe_torque(self, q, v, out):
-        """The safe-mode torque; with a mapping the tree's g(q) - damping v mapped to the actuators
-        (map_torque, eq. 13 of the seed), zero on the passive joints."""
+    def _closed_chain_torque(self, q, v, out):
+        """tau_a = mapping.inverse_dynamics(theta_a, dtheta_a, a_cmd), a_cmd = a_d + kd (v_d - v) +
+        kp (q_d - q) on the active joints, zero on the passive joints. Where the loop closure fails
+        (a measured state off the closed chain, a singular configuration) the safe torque replaces it."""
         c = self._configured
-        c.law.safe_torque(q, v, c.damping, c.safe_mode, out=out)
-        if c.mapping is not None:
+        active = c.mapping.active_indices
+        a_cmd = c.a_d[active] + c.kd[active] * (c.v_d[active] - v[active]) + c.kp[active] * (c.q_d[active] - q[active])
+        try:
+            tau_a = c.mapping.inverse_dynamics(c.model, c.mapping_data, q[active], v[active], a_cmd, guess=q)
+        except ValueError:
+            c.closure_failures += 1
+            self._closed_chain_safe_torque(q, v, out)
+            return
+        out[:] = 0.0
+        out[active] = tau_a
+
+    def _closed_chain_safe_torque(self, q, v, out):
+        """The tree's g(q) - damping v (or zero) mapped to the actuators (map_torque, eq. 13 of the
+        seed), zero on the passive joints; zero if even that is not finite."""
+        c = self._configured
+        try:
+            c.law.safe_torque(q, v, c.damping, c.safe_mode, out=out)
             tau_a = c.mapping.map_torque(q, out)
             out[:] = 0.0
             out[c.mapping.active_indices] = tau_a
-
-    def _safe_torque(self, q, v, out):
-        """The safe-mode torque into out, zero if even that is not finite."""
-        try:
-            self._law_safe_torque(q, v, out)
         except ValueError:
             out[:] = 0.0
         if not np.isfinite(out).all():
             out[:] = 0.0
 
-    def _publish_state(self):
-        c = self._configured
-        reader = c.reader
-        stamp = reader.stamp
-        d = c.desired_msg
-        set_stamp(d.header.stamp, stamp)
-        d.position = c.q_d[c.controlled]
-        d.velocity = c.v_d[c.controlled]
-        d.effort = c.tau[c.controlled]
-        c.desired_pub.publish(d)
-        if c.mapping is not None:
-            return      # no external-torque or wrench estimate on a closed chain
-        x = c.external_msg
-        set_stamp(x.header.stamp, stamp)
-        x.effort = c.tau_ext
-        c.external_pub.publish(x)
-        try:
-            w = wrench_from_joint_torque(c.model, c.wrench_data, reader.q, c.tau_ext, c.frame, c.wrench_damping)
-        except (ValueError, np.linalg.LinAlgError):
-            return      # a state so extreme that the Jacobian overflows: no estimate this time
-        m = c.wrench_msg
-        set_stamp(m.header.stamp, stamp)
-        m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z = float(w[0]), float(w[1]), float(w[2])
-        m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = float(w[3]), float(w[4]), float(w[5])
-        c.wrench_pub.publish(m)
-
+    # ---------------------------------------------------------------- stopping
     def _publish_safe_command(self):
-        """One safe-mode command at the last joint state (on deactivate)."""
+        """One safe-mode command at the last joint state (on deactivate, shutdown, a loop error)."""
         c = self._configured
         if c is None or c.reader.stamp is None:
             return
-        self._safe_torque(c.reader.q, c.reader.v, c.tau)
-        clamp_effort(c.tau, c.limits, out=c.tau)
-        c.command_msg.data = c.tau[c.controlled]
-        c.command_pub.publish(c.command_msg)
+        if c.mapping is None:
+            s = c.s
+            s[T.S_SAFE], s[T.S_ESTIMATE], s[T.S_NEW_SAMPLE], s[T.S_RESET] = 1.0, 0.0, 0.0, 0.0
+            s[T.S_WANT_WRENCH] = s[T.S_WANT_GRADIENT] = s[T.S_WANT_TWIST] = 0.0
+            c.tick_kernel.tick()
+            c.command_raw.views["data"][:] = c.tick_kernel.f.command
+        else:
+            self._closed_chain_safe_torque(c.q, c.v, c.tau)
+            clamp_effort(c.tau, c.limits, out=c.tau)
+            c.command_raw.views["data"][:] = c.tau[c.controlled]
+        c.command_pub.publish(c.command_raw.bytes())
 
     def _on_loop_error(self, error):
         self.get_logger().error(f"control loop stopped by an error: {error!r}; publishing the safe command")
         self._publish_safe_command()
 
     # ---------------------------------------------------------------- diagnostics
+    def counters(self):
+        """The rejection, fallback and safety counters of /diagnostics, by their keys there."""
+        c = self._configured
+        values = {"rejected joint states": c.reader.rejected, "rejected references": c.rejected_references,
+                  "last rejection": c.reader.last_rejection or c.last_rejection,
+                  "watchdog trips": c.watchdog_trips}
+        if c.mapping is None:
+            values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
+            values["estimator resets"] = int(c.s[T.S_ESTIMATOR_RESETS])
+        else:
+            values["non-finite commands replaced"] = c.non_finite_commands
+            values["loop-closure failures"] = c.closure_failures
+        if c.adaptation is not None:
+            values["adaptation steps"] = c.adaptation.steps
+        return values
+
     def _publish_diagnostics(self):
         status = DiagnosticStatus(name=f"{self.get_name()}: control loop", hardware_id="")
         c = self._configured
@@ -607,16 +654,7 @@ class ControllerNode(LoopNode):
         level, message = DiagnosticStatus.OK, self.state
         if c is not None:
             status.hardware_id = c.model.name
-            values["rejected joint states"] = c.reader.rejected
-            values["rejected references"] = c.rejected_references
-            values["last rejection"] = c.reader.last_rejection or c.last_rejection
-            values["watchdog trips"] = c.watchdog_trips
-            values["non-finite commands replaced"] = c.non_finite_commands
-            values["estimator resets"] = c.estimator_resets
-            if c.mapping is not None:
-                values["loop-closure failures"] = c.closure_failures
-            if c.adaptation is not None:
-                values["adaptation steps"] = c.adaptation.steps
+            values.update(self.counters())
         if self.compile_time is not None:
             values["kernel compile time [s]"] = f"{self.compile_time:.3f}"
         if self.state == "active" and self.loop is not None:
@@ -626,14 +664,20 @@ class ControllerNode(LoopNode):
                 "period p50 [ms]": f"{s['period_p50'] * 1e3:.3f}",
                 "period p99 [ms]": f"{s['period_p99'] * 1e3:.3f}",
                 "period max [ms]": f"{s['period_max'] * 1e3:.3f}",
+                "compute p50 [ms]": f"{s['compute_p50'] * 1e3:.3f}",
                 "compute p99 [ms]": f"{s['compute_p99'] * 1e3:.3f}",
                 "deadline misses": s["deadline_misses"],
                 "ticks": s["ticks"],
                 "safe mode": c.safe,
             })
-            if c.error_count:
-                values["tracking error rms [rad]"] = f"{math.sqrt(c.error_sq / c.error_count):.3e}"
-                c.error_sq, c.error_count = 0.0, 0
+            error_sq, error_count = ((c.s[T.S_ERROR_SQ], c.s[T.S_ERROR_COUNT]) if c.mapping is None
+                                     else (c.error_sq, c.error_count))
+            if error_count:
+                values["tracking error rms [rad]"] = f"{math.sqrt(error_sq / error_count):.3e}"
+                if c.mapping is None:
+                    c.s[T.S_ERROR_SQ] = c.s[T.S_ERROR_COUNT] = 0.0
+                else:
+                    c.error_sq, c.error_count = 0.0, 0
             if self.loop.error is not None:
                 level, message = DiagnosticStatus.ERROR, f"loop stopped: {self.loop.error!r}"
             elif c.safe:
@@ -651,11 +695,10 @@ class _Configured:
     last_rejection = ""
     watchdog_trips = 0
     non_finite_commands = 0
-    estimator_resets = 0
     reference_point = None
     safe = False
+    new_sample = False
     closure_failures = 0
-    twist = None
     adaptation = None
 
 

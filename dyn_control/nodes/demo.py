@@ -6,9 +6,9 @@ import numpy as np
 
 from ..robots import config_dir
 from .cli import bringup
-from .controller import ControllerNode
 
 RMS_WINDOW = 1.0    # [s] of tracking error in the status line's RMS
+CONTROLLER_STATUS = "dyn_controller: control loop"
 
 
 class DemoMonitor:
@@ -20,18 +20,15 @@ class DemoMonitor:
         self.recorder = None
         self._last_printed = -1.0
 
-    def start(self, nodes, context):
-        from rclpy.node import Node
-
+    def start(self, node):
         from .recorder import Recorder
-        self.controller = next(n for n in nodes if isinstance(n, ControllerNode))
-        self.node = Node("dyn_control_demo", context=context)
-        self.recorder = Recorder(self.node)
+        self.recorder = Recorder(node)
 
     def status(self, phase, elapsed):
         self.recorder.poll()
         if phase == "configure":
-            line = f"configuring ({elapsed:4.1f} s): {self.controller.warmup_progress or 'loading the robot'}"
+            line = (f"configuring ({elapsed:4.1f} s): loading the robots, compiling the kernels "
+                    "(or loading them from the Numba cache)")
         elif phase == "run":
             line = f"t = {elapsed:5.1f} s | " + self._loop_status()
         else:
@@ -54,15 +51,15 @@ class DemoMonitor:
             parts.append("force est " + _vector(r.values("wrench_estimate")[-1, 3:]) + " N")
         if r.count("applied_wrench"):
             parts.append("applied " + _vector(r.values("applied_wrench")[-1, 3:]) + " N")
-        if self.controller.loop is not None:
-            parts.append(f"misses {self.controller.loop.stats.deadline_misses}")
+        loop = r.diagnostics.get(CONTROLLER_STATUS, {})
+        if "deadline misses" in loop:
+            parts.append(f"misses {loop['deadline misses']} | safe-mode entries {loop['watchdog trips']}")
         return " | ".join(parts) if parts else "waiting for the first joint states"
 
     def stop(self):
         self.recorder.poll()
         if self.interactive:
             self.stream.write("\n")
-        self.node.destroy_node()
 
 
 def _vector(x):
@@ -125,8 +122,29 @@ def run_demo(duration=10.0, output="demo_output"):
     path = os.path.join(output, "demo.png")
     plot(monitor.recorder, path)
     summary(monitor.recorder)
+    loop_summary(monitor.recorder)
     print(f"plot: {path}")
     return 0
+
+
+def command_gaps(times_ns):
+    """Gaps [s] between consecutive commands from their DDS source timestamps."""
+    return np.diff(np.sort(times_ns)) * 1e-9
+
+
+def loop_summary(recorder):
+    """The loop as seen from outside (the commands' source timestamps) and as the controller
+    reports it (its last /diagnostics)."""
+    gaps = command_gaps(recorder.command_times())
+    if gaps.size:
+        p50, p99 = np.percentile(gaps, [50, 99]) * 1e3
+        print(f"commands: {(gaps.size) / gaps.sum():.0f} per second, gaps p50 {p50:.3f} ms, p99 {p99:.3f} ms, "
+              f"max {gaps.max() * 1e3:.3f} ms (DDS source timestamps)")
+    loop = recorder.diagnostics.get(CONTROLLER_STATUS, {})
+    if loop:
+        print(f"controller: safe-mode entries {loop.get('watchdog trips', '?')}, deadline misses "
+              f"{loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks, tick CPU p50 "
+              f"{loop.get('compute p50 [ms]', '?')} ms, p99 {loop.get('compute p99 [ms]', '?')} ms")
 
 
 def summary(recorder):

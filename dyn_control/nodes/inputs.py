@@ -12,6 +12,8 @@ optional: missing or non-finite, the sample simply has no measured effort.
 """
 import numpy as np
 
+from . import wire
+
 ACCEPTED, REJECTED, IGNORED = "accepted", "rejected", "ignored"
 
 
@@ -25,60 +27,67 @@ def set_stamp(stamp, ns):
 
 
 class JointStateReader:
-    """The latest accepted joint state in the model's coordinate order (q, v, effort, stamp)."""
+    """The latest accepted joint state in the model's coordinate order, written into the arrays q,
+    v and effort given at construction (the loop's own buffers); `stamp` [ns] and `has_effort`.
 
-    def __init__(self, joint_names):
+    read(raw, now_ns) takes a serialized JointState (bytes, as a polled subscription takes it raw)
+    and parses it with wire.parse_joint_state, which copies only the model joints' values: the
+    Python work per message does not grow with its size. The name list is decoded in Python only
+    when it changes (the first message of a publisher)."""
+
+    def __init__(self, joint_names, q, v, effort):
         self.joint_names = tuple(joint_names)
-        n = len(self.joint_names)
-        self.q = np.zeros(n)
-        self.v = np.zeros(n)
-        self.effort = np.zeros(n)
+        self.q, self.v, self.effort = q, v, effort
         self.has_effort = False
         self.stamp = None             # [ns] of the accepted sample, None before the first
         self.rejected = 0
         self.last_rejection = ""
-        self._names = None            # the name list the cached index belongs to
-        self._index = None            # positions of the model joints in that list
+        self._names_block = np.zeros(0, dtype=np.uint8)   # raw name list the index belongs to
+        self._index = np.zeros(0, dtype=np.int64)         # positions of the model joints in it
         self._mapping_error = None    # or why that name list cannot be used
-        self._ok = np.ones(n, dtype=bool)
+        self._meta = np.zeros(6, dtype=np.int64)
+        n = len(self.joint_names)
+        self._q, self._v, self._effort = np.zeros(n), np.zeros(n), np.zeros(n)
 
     def reject(self, reason):
         self.rejected += 1
         self.last_rejection = reason
         return REJECTED
 
-    def read(self, msg, now_ns):
-        """Check msg and, if it passes, make it the latest sample. Returns ACCEPTED, REJECTED or
-        IGNORED."""
-        if msg.name != self._names:
-            self._map(msg.name)
-        if self._index is None:
+    def read(self, raw, now_ns):
+        """Check a serialized JointState and, if it passes, make it the latest sample. Returns
+        ACCEPTED, REJECTED or IGNORED."""
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        meta = self._meta
+        status = wire.parse_joint_state(buf, self._names_block, self._index, self._q, self._v, self._effort, meta)
+        if status == wire.JS_NAMES_CHANGED:
+            start, end = meta[wire.META_NAMES_START], meta[wire.META_NAMES_END]
+            self._map(wire.decode_names(raw, start + 4, meta[wire.META_COUNT]))
+            self._names_block = buf[start:end].copy()
+            status = wire.parse_joint_state(buf, self._names_block, self._index, self._q, self._v, self._effort,
+                                            meta)
+        if status == wire.JS_FOREIGN:
             return IGNORED if self._mapping_error is None else self.reject(self._mapping_error)
-        n = len(msg.name)
-        if len(msg.position) != n or len(msg.velocity) != n or len(msg.effort) not in (0, n):
-            return self.reject(f"wrong lengths: {n} names, {len(msg.position)} positions, "
-                               f"{len(msg.velocity)} velocities, {len(msg.effort)} efforts")
-        q = np.asarray(msg.position, dtype=np.float64)[self._index]
-        v = np.asarray(msg.velocity, dtype=np.float64)[self._index]
-        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+        if status == wire.JS_MALFORMED:
+            return self.reject("malformed message (truncated, or not little-endian CDR)")
+        if status == wire.JS_WRONG_LENGTHS:
+            return self.reject(f"wrong lengths: {meta[wire.META_COUNT]} names but positions, velocities "
+                               "or efforts of another length")
+        if status == wire.JS_NON_FINITE:
             return self.reject("non-finite position or velocity")
-        stamp = stamp_ns(msg.header.stamp) or now_ns
+        stamp = meta[wire.META_SEC] * 1_000_000_000 + meta[wire.META_NANOSEC] or now_ns
         if self.stamp is not None and stamp <= self.stamp:
             return self.reject("stamp not newer than the last joint state's")
-        self.q[:] = q
-        self.v[:] = v
-        self.has_effort = len(msg.effort) == n
+        self.q[:] = self._q
+        self.v[:] = self._v
+        self.has_effort = bool(meta[wire.META_HAS_EFFORT])
         if self.has_effort:
-            effort = np.asarray(msg.effort, dtype=np.float64)[self._index]
-            self.has_effort = bool(np.isfinite(effort).all())
-            if self.has_effort:
-                self.effort[:] = effort
+            self.effort[:] = self._effort
         self.stamp = stamp
         return ACCEPTED
 
     def _map(self, names):
-        self._names = list(names)
-        self._index = None
+        self._index = np.zeros(0, dtype=np.int64)
         self._mapping_error = None
         position = {}
         for k, name in enumerate(names):
@@ -94,7 +103,7 @@ class JointStateReader:
             self._mapping_error = (f"missing joints {missing}"
                                    + (f" (unknown names {unknown})" if unknown else ""))
             return
-        self._index = np.array([position[j] for j in self.joint_names])
+        self._index = np.array([position[j] for j in self.joint_names], dtype=np.int64)
 
     def forget(self):
         """No sample yet (on activate)."""

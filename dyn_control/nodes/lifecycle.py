@@ -1,9 +1,13 @@
 """What the controller and the simulator nodes share: a lifecycle node with declared parameters, a
 loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, and the `main` of a console script."""
+import signal
+import threading
+
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.signals import SignalHandlerOptions
 
 from . import params, qos
 
@@ -55,21 +59,36 @@ class LoopNode(LifecycleNode):
 
 
 def spin(node_class, args=None):
-    """`ros2 run dyn_control <node>`: spin one node, configured and activated at once when its
-    `autostart` parameter is true."""
-    rclpy.init(args=args)
+    """`ros2 run dyn_control <node>` (and each process of `dyn-control bringup`): spin one node,
+    configured and activated at once when its `autostart` parameter is true.
+
+    SIGINT and SIGTERM (Ctrl-C, ros2 launch stopping it) end the process cleanly: an active node
+    is deactivated first (the controller publishes its safe command while the ROS context still
+    stands), then the node and the context are shut down; exit code 0. rclpy's own signal handler
+    is not installed: it would invalidate the context before the safe command goes out."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
     node = node_class()
     executor = MultiThreadedExecutor()
     executor.add_node(node)
-    try:
-        if node.get_parameter("autostart").value:
-            node.trigger_configure()
-            if node.state == "inactive":
-                node.trigger_activate()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+    threading.Thread(target=executor.spin, name="executor", daemon=True).start()
+    if node.get_parameter("autostart").value:
+        # on a thread of its own, so that a signal during a long first configure (Numba compiling)
+        # ends the process at once
+        threading.Thread(target=_autostart, args=(node, stop), name="autostart", daemon=True).start()
+    while not stop.wait(0.1):
         pass
-    finally:
-        node._stop_loop()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    if node.state == "active":
+        node.trigger_deactivate()
+    node._stop_loop()
+    executor.shutdown(timeout_sec=1.0)
+    node.destroy_node()
+    rclpy.try_shutdown()
+
+
+def _autostart(node, stop):
+    node.trigger_configure()
+    if node.state == "inactive" and not stop.is_set():
+        node.trigger_activate()

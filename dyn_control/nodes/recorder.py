@@ -1,11 +1,14 @@
 """Captures a closed loop's topics by polling (no executor, a few us per message): /joint_states,
-the controller's ~/desired and ~/wrench_estimate, the simulator's ~/applied_wrench. Used by the
-demo's status line and plot, and by the tests. Messages are matched by their stamps: the
-controller stamps its outputs with the stamp of the joint state they were computed from.
+the controller's ~/desired and ~/wrench_estimate, the simulator's ~/applied_wrench, the DDS source
+timestamps of the commands, and the latest /diagnostics of each node. Used by the demo's status
+line, plot and summary, and by the tests. Messages are matched by their stamps: the controller
+stamps its outputs with the stamp of the joint state they were computed from.
 """
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 
 from . import qos
 from .inputs import stamp_ns
@@ -23,7 +26,8 @@ def _wrench(msg):
 class Recorder:
     """Every message of the four topics since creation (or clear()), drained by poll()."""
 
-    def __init__(self, node, controller="/dyn_controller", simulator="/dyn_simulator", depth=1000):
+    def __init__(self, node, controller="/dyn_controller", simulator="/dyn_simulator", depth=1000,
+                 command_topic="/effort_controller/commands"):
         sources = {
             "joint_states": (JointState, "/joint_states", _joint_fields),
             "desired": (JointState, controller + "/desired", _joint_fields),
@@ -32,11 +36,15 @@ class Recorder:
         }
         self._subscriptions = {key: (qos.PolledSubscription(node, msg_type, topic, qos.recording(depth)), convert)
                                for key, (msg_type, topic, convert) in sources.items()}
+        self._commands = qos.PolledSubscription(node, Float64MultiArray, command_topic, qos.recording(depth))
+        self._diagnostics = qos.PolledSubscription(node, DiagnosticArray, "/diagnostics", qos.recording(100))
         self.names = {}        # joint names of the JointState topics
+        self.diagnostics = {}  # status name -> {key: value} of its latest /diagnostics message
         self.clear()
 
     def clear(self):
         self._rows = {key: [] for key in self._subscriptions}
+        self._command_times = []
 
     def poll(self):
         """Take every queued message; returns how many."""
@@ -48,7 +56,19 @@ class Recorder:
                     self.names.setdefault(key, list(msg.name))
                 rows.append((stamp_ns(msg.header.stamp), convert(msg)))
                 count += 1
+        while (taken := self._commands.take_raw()) is not None:
+            self._command_times.append(taken[1]["source_timestamp"])
+            count += 1
+        while (msg := self._diagnostics.take()) is not None:
+            for status in msg.status:
+                values = {kv.key: kv.value for kv in status.values}
+                if "ticks" in values or "ticks" not in self.diagnostics.get(status.name, {}):
+                    self.diagnostics[status.name] = values   # the loop's figures outlive its deactivation
         return count
+
+    def command_times(self):
+        """DDS source timestamps [ns] of the commands received, in order of arrival."""
+        return np.array(self._command_times, dtype=np.int64)
 
     def stamps(self, key):
         return np.array([t for t, _ in self._rows[key]], dtype=np.int64)

@@ -10,6 +10,15 @@ Backends: builtin (dyn_control's ABA, RK4) and mujoco (MuJoCo loading the same U
 the closed chain in its actuated coordinates (closed_chain.ClosedChainSimulator); /joint_states
 carry every tree joint, the passive ones closing the loop.
 
+A tick takes the newest command (serialized, parsed by wire.parse_float64_array), takes one step
+(the builtin backend's RK4 is one compiled call) and publishes /joint_states and ~/applied_wrench
+as bytes (wire.RawMessage). Behind schedule, the loop catches up at most `max_catch_up` periods
+back to back, then drops the backlog (a slip, counted in /diagnostics): a late simulator never
+floods the controller with a burst of joint states.
+
+With gravity_compensation `robot` the simulated robot adds g(q) to every command, as Franka's and
+UR's torque interfaces do; its effort is then the whole joint torque it applies.
+
 Simulated time starts at the first command when wait_for_command is true (the default): until
 then the robot is held still at its initial position and /joint_states carry the current time, so a
 controller that takes seconds to configure finds the robot where it started. Joint-state stamps
@@ -21,16 +30,18 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from . import params, qos
 from .closed_chain import PARAMETER_PREFIX, ClosedChainSimulator, active_theta, node_mapping
-from .inputs import set_stamp
+from ..dynamics import gravity
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .robot import joint_indices, load_robot
 from .timing import RealtimeLoop
+from .wire import RawMessage, markers, parse_float64_array
 
 BACKENDS = ("builtin", "mujoco")
 
@@ -51,6 +62,10 @@ PARAMETERS = (
           "initial joint positions, one per model joint (empty: zero, clipped into the limits); "
           "closed chain: one per active joint or per tree joint (empty: the mapping's reference)"),
     Param("wait_for_command", True, "bool", "activate", "hold the robot still until the first command"),
+    Param("gravity_compensation", "controller", "string", "configure",
+          "controller (commands are the joint torques) | robot (the simulated robot adds g(q) to every command)"),
+    Param("max_catch_up", 5, "integer", "configure",
+          "periods the loop may fall behind and catch up back to back; beyond, the backlog is dropped"),
     Param("external_wrench.schedule.start", [], "numbers", "configure", "start times [s] of scheduled wrenches"),
     Param("external_wrench.schedule.end", [], "numbers", "configure", "end times [s]"),
     Param("external_wrench.schedule.frame", [], "strings", "configure", "link whose origin each wrench acts at"),
@@ -123,7 +138,8 @@ class SimulatorNode(LoopNode):
         result = super().on_activate(state)
         self.state = "active"
         self.loop = RealtimeLoop("dyn_simulator loop", c.sim.dt, self._tick, catch_up=True,
-                                 warn=self.get_logger().warning, on_error=self._on_loop_error)
+                                 max_lag=c.max_catch_up * c.sim.dt, warn=self.get_logger().warning,
+                                 on_error=self._on_loop_error)
         self.loop.start()
         self.get_logger().info(f"simulating {c.model.name!r} ({c.backend}) at {1.0 / c.sim.dt:g} Hz"
                                + (", waiting for the first command" if c.waiting else ""))
@@ -140,6 +156,11 @@ class SimulatorNode(LoopNode):
         for name in ("rate_hz", "command_timeout"):
             if not values[name] > 0.0:
                 raise ValueError(f"parameter {name}: must be > 0, got {values[name]!r}")
+        if values["gravity_compensation"] not in ("controller", "robot"):
+            raise ValueError(f"parameter gravity_compensation: must be one of controller, robot, got "
+                             f"{values['gravity_compensation']!r}")
+        if not 0 <= values["max_catch_up"] <= 1000:
+            raise ValueError(f"parameter max_catch_up: must be in [0, 1000], got {values['max_catch_up']!r}")
 
     def _build(self, values):
         model, urdf = load_robot(values["robot_description"], values["urdf_path"])
@@ -161,17 +182,36 @@ class SimulatorNode(LoopNode):
                 raise ValueError(f"parameter initial_positions: {len(q0)} numbers for {model.nv} joints "
                                  f"({', '.join(model.actuated_joints)})")
             c.sim = make_simulator(c.backend, model, urdf, 1.0 / values["rate_hz"], q0)
+        c.gravity_by_robot = values["gravity_compensation"] == "robot"
+        if c.gravity_by_robot and c.mapping is not None:
+            raise ValueError("parameter gravity_compensation: robot is not simulated on a closed chain")
+        c.max_catch_up = values["max_catch_up"]
+        c.gravity_data = model.create_data()
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
+        if model.frame_names:
+            c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
         c.sim.reset(q0)
         c.command = np.zeros(model.nv)
-        c.zero = np.zeros(model.nv)
+        c.received = np.zeros(len(c.commanded))
+        c.tau = np.zeros(model.nv)
         c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN)
         c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
         c.joint_pub = self.create_lifecycle_publisher(JointState, "/joint_states", qos.STATE)
         c.applied_pub = self.create_lifecycle_publisher(WrenchStamped, "~/applied_wrench", qos.STATE)
-        c.joint_msg = JointState(name=list(model.actuated_joints))
-        c.applied_msg = WrenchStamped()
-        c.applied_msg.header.frame_id = model.root_name
+        nv = model.nv
+        joint_state = JointState(name=list(model.actuated_joints), position=markers(nv),
+                                 velocity=markers(nv, 100.0), effort=markers(nv, 200.0))
+        c.joint_raw = RawMessage(joint_state, {"position": joint_state.position, "velocity": joint_state.velocity,
+                                               "effort": joint_state.effort})
+        applied = WrenchStamped()
+        applied.header.frame_id = model.root_name
+        w = markers(6)
+        applied.wrench.force.x, applied.wrench.force.y, applied.wrench.force.z = w[:3]
+        applied.wrench.torque.x, applied.wrench.torque.y, applied.wrench.torque.z = w[3:]
+        c.applied_raw = RawMessage(applied, {"force": w[:3], "torque": w[3:]})
+        # compile (or load) the command parser now
+        parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8),
+                            c.received)
         self.get_logger().info(f"robot {model.name!r} with {len(c.schedule)} scheduled wrenches; "
                                f"commands on {values['command_topic']}")
 
@@ -233,17 +273,12 @@ class SimulatorNode(LoopNode):
     # ---------------------------------------------------------------- the loop
     def _tick(self, now):
         c = self._configured
-        n = len(c.commanded)
-        while True:
-            msg = c.command_sub.take()
-            if msg is None:
+        for raw in reversed(c.command_sub.take_all_raw()):
+            if parse_float64_array(np.frombuffer(raw, dtype=np.uint8), c.received) == c.received.shape[0]:
+                c.command[c.commanded] = c.received
+                c.command_time = now
                 break
-            data = np.asarray(msg.data, dtype=np.float64)
-            if data.shape != (n,) or not np.isfinite(data).all():
-                c.rejected_commands += 1
-                continue
-            c.command[c.commanded] = data
-            c.command_time = now
+            c.rejected_commands += 1
         if c.waiting:
             if c.command_time is None:
                 self._publish(self.get_clock().now().nanoseconds, None)     # held still, time frozen
@@ -259,7 +294,13 @@ class SimulatorNode(LoopNode):
         applied = c.topic_wrench
         if applied is None:
             applied = next(((frame, w) for start, end, frame, w in c.schedule if start <= t < end), None)
-        tau = c.zero if timed_out else c.command
+        tau = c.tau
+        if timed_out:
+            tau[:] = 0.0
+        else:
+            tau[:] = c.command
+        if c.gravity_by_robot:
+            tau += gravity(c.model, c.gravity_data, c.sim.q)
         if applied is None:
             c.sim.step(tau)
         else:
@@ -274,18 +315,18 @@ class SimulatorNode(LoopNode):
 
     def _publish(self, stamp, applied):
         c = self._configured
-        m = c.joint_msg
-        set_stamp(m.header.stamp, stamp)
-        m.position = c.sim.q
-        m.velocity = c.sim.v
-        m.effort = c.sim.effort
-        c.joint_pub.publish(m)
-        a = c.applied_msg
-        set_stamp(a.header.stamp, stamp)
+        m = c.joint_raw
+        m.set_stamp(stamp)
+        m.views["position"][:] = c.sim.q
+        m.views["velocity"][:] = c.sim.v
+        m.views["effort"][:] = c.sim.effort
+        c.joint_pub.publish(m.bytes())
+        a = c.applied_raw
+        a.set_stamp(stamp)
         w = c.zero6 if applied is None else applied[1]
-        a.wrench.torque.x, a.wrench.torque.y, a.wrench.torque.z = float(w[0]), float(w[1]), float(w[2])
-        a.wrench.force.x, a.wrench.force.y, a.wrench.force.z = float(w[3]), float(w[4]), float(w[5])
-        c.applied_pub.publish(a)
+        a.views["torque"][:] = w[:3]
+        a.views["force"][:] = w[3:]
+        c.applied_pub.publish(a.bytes())
 
     def _on_loop_error(self, error):
         self.get_logger().error(f"simulation stopped by an error: {error!r}")

@@ -1,0 +1,562 @@
+"""The controller's tick in one compiled call: reference, estimators, computed torque, safety.
+
+`ControllerTick` owns every array the tick touches, packed into two flat buffers (kernels/packed.py),
+and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on them. Per tick:
+
+1. the reference (q_d, v_d, a_d): a sine about `centre` (amplitude zero: hold), or a point the
+   caller wrote (trajectories); joints not controlled follow their measured state;
+2. on a new joint-state sample, once per tick whatever the backlog, with dt the stamp difference:
+   - the generalized-momentum observer (De Luca and Mattone 2003; see momentum_observer.py)
+       r = K_O (M(q) v - p0 - sum dt (tau_applied + C(q, v)^T v - g(q) + r)),
+   - the acceleration estimate, a low-passed difference of velocities (AccelerationFilter),
+   - the gradient window as running sums: with Y_k the regressor of sample k (tau = Y phi),
+       sum_YY = sum_k Y_k^T Y_k,  sum_Yt = sum_k Y_k^T tau_k   over the last `window` samples,
+     so that dL/dphi = -sum_k Y_k^T (tau_k - Y_k phi) = sum_YY phi - sum_Yt is one small product,
+   - the joint-twist gradient's running sum of -dtau/deta_k^T (tau_k - rnea(q_k, v_k, a_k))
+     (see model_derivatives.twist_derivatives), each term evaluated with the model of its sample;
+   a reset (first sample, a gap in the stamps) restarts them all at the current state;
+3. the torque: computed torque rnea(q, v, a_d + kd (v_d - v) + kp (q_d - q)) (minus the estimated
+   external torque with compensation), or in safe mode g(q) - damping v (or zero); with the
+   gravity compensated by the robot, g(q) is left out of both; a non-finite result falls back to
+   the safe torque, then to zero; the result is clamped to the effort limits and zero on the joints
+   not controlled;
+4. on request, the wrench at the estimator's frame, w = (J J^T + d^2 I)^-1 J r, and the gradients.
+
+Flags and scalars are the entries of `s` (indices S_*). A tick allocates nothing.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from ..kernels.coriolis import coriolis_matrix
+from ..kernels.crba import crba
+from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
+from ..kernels.packed import Packed, field1, field2, field3, field4, field_indices
+from ..kernels.regressor import regressor
+from ..kernels.rnea import rnea
+from ..kernels.twist_derivatives import twist_derivatives
+from ..model import PARAMETER_NAMES
+
+# entries of the scalar field `s`: inputs (set by the caller) ...
+(S_T, S_OMEGA, S_DT, S_POINT, S_NEW_SAMPLE, S_RESET, S_HAS_EFFORT, S_SAFE, S_SAFE_ZERO,
+ S_COMPENSATION, S_GRAVITY_BY_ROBOT, S_ESTIMATE, S_GRADIENTS, S_TWIST, S_WANT_WRENCH,
+ S_WANT_GRADIENT, S_WANT_TWIST, S_WRENCH_DAMPING, S_CUTOFF_HZ,
+ # ... and state and outputs (kept by the kernel)
+ S_NON_FINITE, S_ERROR_SQ, S_ERROR_COUNT, S_ESTIMATOR_RESETS, S_COUNT, S_NEXT, S_WRENCH_OK,
+ S_FILTER_STARTED, NS) = range(28)
+
+TWIST_COMPONENTS = ("wx", "wy", "wz", "vx", "vy", "vz")
+
+
+def float_fields(nb, nv, window, ncontrolled):
+    npar = 10 * nb
+    return [
+        # the model (phi changes with adaptation)
+        ("screw_axes", (nb, 6)), ("home_R", (nb, 3, 3)), ("home_p", (nb, 3)), ("phi", (nb, 10)),
+        ("base_accel", (6,)), ("frame_R", (3, 3)), ("frame_p", (3,)), ("effort_limit", (nv,)),
+        # gains and reference parameters
+        ("kp", (nv,)), ("kd", (nv,)), ("damping", (nv,)), ("observer_gain", (nv,)),
+        ("centre", (nv,)), ("amplitude", (nv,)),
+        # the sample, the reference, the outputs
+        ("q", (nv,)), ("v", (nv,)), ("effort", (nv,)), ("q_d", (nv,)), ("v_d", (nv,)), ("a_d", (nv,)),
+        ("tau", (nv,)), ("command", (ncontrolled,)), ("tau_applied", (nv,)), ("wrench", (6,)),
+        ("gradient", (npar,)), ("twist_gradient", (6 * nb,)), ("s", (NS,)),
+        # estimator state
+        ("p0", (nv,)), ("integral", (nv,)), ("tau_ext", (nv,)), ("v_prev", (nv,)), ("acceleration", (nv,)),
+        ("Y_ring", (window, nv, npar)), ("samples", (window, 4, nv)), ("sum_YY", (npar, npar)),
+        ("sum_Yt", (npar,)), ("twist_ring", (window, 6 * nb)), ("twist_sum", (6 * nb,)),
+        # workspace of the kernels
+        ("R", (nb, 3, 3)), ("p", (nb, 3)), ("V", (nb, 6)), ("Vdot", (nb, 6)), ("F", (nb, 6)),
+        ("tmp6", (12, 6)), ("oR", (nb, 3, 3)), ("op", (nb, 3)), ("oS", (nb, 6)), ("oV", (nb, 6)),
+        ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)), ("oBc", (nb, 6, 6)), ("X", (nb, 6, 6)),
+        ("tmp66", (2, 6, 6)), ("C", (nv, nv)), ("M", (nv, nv)), ("phi_composite", (nb, 10)),
+        ("Y", (nv, npar)), ("ophi_c", (nb, 10)), ("vectors", (9, nb, 6)), ("eta_columns", (2, nb, 6, 6)),
+        ("eta_pose", (4, 3)), ("dtau_deta", (nv, 6 * nb)), ("J", (6, nv)), ("A", (6, 6)),
+        ("g", (nv,)), ("zero", (nv,)), ("f_ext_zero", (nb, 6)), ("scratch", (4, nv)),
+    ]
+
+
+def int_fields(nb, ncontrolled):
+    return [("parents", (nb,)), ("subtree_end", (nb,)), ("path", (nb,)), ("controlled", (ncontrolled,)),
+            ("dims", (4,))]     # nb, window, frame body, number of controlled joints
+
+
+_F = field_indices(float_fields(1, 1, 1, 1))
+_I = field_indices(int_fields(1, 1))
+(SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING,
+ OBSERVER_GAIN, CENTRE, AMPLITUDE, Q, V_, EFFORT, Q_D, V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH,
+ GRADIENT, TWIST_GRADIENT, S, P0, INTEGRAL, TAU_EXT, V_PREV, ACCELERATION, Y_RING, SAMPLES, SUM_YY,
+ SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP, OS, OV, OPSI, OIC,
+ OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS, ETA_POSE, DTAU_DETA, J_,
+ A_, G_, ZERO, F_EXT_ZERO, SCRATCH) = range(len(_F))
+PARENTS, SUBTREE_END, PATH, CONTROLLED, DIMS = range(len(_I))
+
+
+class ControllerTick:
+    """Everything one tick of the controller computes with, and the call that computes it.
+
+    model: a tree Model (no mimic coupling); controlled: indices of the controlled coordinates (the
+    order of `command`); frame: the estimator's frame; window: samples in the gradient window."""
+
+    def __init__(self, model, controlled, frame, window):
+        if model.coupling is not None:
+            raise ValueError("ControllerTick: mimic-coupled models are not supported (load with mimic=False)")
+        nb, nv = model.nbodies, model.nv
+        controlled = np.asarray(controlled, dtype=np.int64)
+        self.nb, self.nv, self.window = nb, nv, int(window)
+        self.f = Packed(float_fields(nb, nv, self.window, controlled.size))
+        self.i = Packed(int_fields(nb, controlled.size), dtype=np.int64)
+        f, i = self.f, self.i
+        i.parents[:] = model.parents
+        i.subtree_end[:] = subtree_ends(model.parents)
+        i.controlled[:] = controlled
+        f_id = model.frame_id(frame)
+        i.dims[:] = nb, self.window, model.frame_body[f_id], controlled.size
+        f.frame_R[:] = model.frame_R[f_id]
+        f.frame_p[:] = model.frame_p[f_id]
+        limits = np.array([model.effort_limit[model.joint_names.index(n)] for n in model.actuated_joints])
+        f.effort_limit[:] = limits
+        self.set_model(model)
+        self.model = model
+        self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
+        self.twist_labels = [f"{joint}/{c}" for joint in model.joint_names for c in TWIST_COMPONENTS]
+
+    @property
+    def s(self):
+        return self.f.s
+
+    def set_model(self, model):
+        """Use `model` (the same robot, e.g. adapted inertial parameters) from the next tick on."""
+        f = self.f
+        f.screw_axes[:] = model.screw_axes
+        f.home_R[:] = model.home_R
+        f.home_p[:] = model.home_p
+        f.phi[:] = model.phi
+        f.base_accel[:] = model.base_accel
+        self.model = model
+
+    def shift_momentum(self, old_model):
+        """After set_model: shift the observer's p0 by the change of M(q) v at the current sample,
+        so the estimate goes on without a jump (call once, with the model used before)."""
+        from ..dynamics import crba as crba_api
+        q, v = self.f.q, self.f.v
+        self.f.p0 += crba_api(self.model, self.model.create_data(), q) @ v
+        self.f.p0 -= crba_api(old_model, old_model.create_data(), q) @ v
+
+    def tick(self):
+        controller_tick(self.f.flat, self.f.offsets, self.i.flat, self.i.offsets)
+
+    def reset(self):
+        """No sample seen: estimators, windows, per-tick flags and the tracking-error sums cleared
+        (the counters of replaced commands and estimator resets stay)."""
+        f, s = self.f, self.f.s
+        for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST,
+                  S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
+            s[k] = 0.0
+        for array in (f.p0, f.integral, f.tau_ext, f.acceleration, f.tau):
+            array[:] = 0.0
+        self.clear_window()
+
+    def clear_window(self):
+        self.f.s[S_COUNT] = 0.0
+        self.f.s[S_NEXT] = 0.0
+        self.f.sum_YY[:] = 0.0
+        self.f.sum_Yt[:] = 0.0
+        self.f.twist_sum[:] = 0.0
+
+    def window_samples(self):
+        """The gradient window's samples (count, 4, nv): q, v, a, tau, oldest first (a copy)."""
+        count, slot = int(self.f.s[S_COUNT]), int(self.f.s[S_NEXT])
+        order = (np.arange(count) + (slot - count)) % self.window
+        return self.f.samples[order].copy()
+
+
+def subtree_ends(parents):
+    """Last body of each body's subtree (bodies in depth-first order: a subtree is contiguous)."""
+    nb = len(parents)
+    end = np.arange(nb)
+    for i in range(nb - 1, -1, -1):
+        j = parents[i]
+        if j >= 0:
+            end[j] = max(end[j], end[i])
+    return end
+
+
+@njit(cache=True, nogil=True)
+def controller_tick(f, fo, ints, io):
+    dims = field1(ints, io, DIMS, 4)
+    nb, window, frame_body, nc = dims[0], dims[1], dims[2], dims[3]
+    nv = nb
+    npar = 10 * nb
+    parents = field1(ints, io, PARENTS, nb)
+    controlled = field1(ints, io, CONTROLLED, nc)
+    s = field1(f, fo, S, NS)
+    screw_axes = field2(f, fo, SCREW_AXES, nb, 6)
+    home_R = field3(f, fo, HOME_R, nb, 3, 3)
+    home_p = field2(f, fo, HOME_P, nb, 3)
+    phi = field2(f, fo, PHI, nb, 10)
+    base_accel = field1(f, fo, BASE_ACCEL, 6)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V_, nv)
+    q_d = field1(f, fo, Q_D, nv)
+    v_d = field1(f, fo, V_D, nv)
+    a_d = field1(f, fo, A_D, nv)
+    tau = field1(f, fo, TAU, nv)
+    tau_ext = field1(f, fo, TAU_EXT, nv)
+    g = field1(f, fo, G_, nv)
+    zero = field1(f, fo, ZERO, nv)
+    f_ext_zero = field2(f, fo, F_EXT_ZERO, nb, 6)
+    R = field3(f, fo, R_, nb, 3, 3)
+    p = field2(f, fo, P_, nb, 3)
+    V = field2(f, fo, BODY_V, nb, 6)
+    Vdot = field2(f, fo, BODY_VDOT, nb, 6)
+    F = field2(f, fo, BODY_F, nb, 6)
+    tmp6 = field2(f, fo, TMP6, 12, 6)
+    robot_gravity = s[S_GRAVITY_BY_ROBOT] != 0.0
+
+    # 1. the reference
+    if s[S_POINT] == 0.0:
+        centre = field1(f, fo, CENTRE, nv)
+        amplitude = field1(f, fo, AMPLITUDE, nv)
+        omega = s[S_OMEGA]
+        sine, cosine = math.sin(omega * s[S_T]), math.cos(omega * s[S_T])
+        for k in range(nv):
+            q_d[k] = centre[k] + amplitude[k] * sine
+            v_d[k] = amplitude[k] * omega * cosine
+            a_d[k] = -amplitude[k] * omega * omega * sine
+    mask = field1(f, fo, SCRATCH, nv)      # 1 on controlled joints (scratch row 0)
+    mask[:] = 0.0
+    for j in range(nc):
+        mask[controlled[j]] = 1.0
+    for k in range(nv):
+        if mask[k] == 0.0:
+            q_d[k] = q[k]
+            v_d[k] = v[k]
+            a_d[k] = 0.0
+
+    # g(q): the safe torque, the observer and, with the robot compensating gravity, the command
+    rnea(parents, screw_axes, home_R, home_p, phi, q, zero, zero, base_accel, f_ext_zero, R, p, V, Vdot,
+         F, tmp6, g)
+
+    # 2. estimators, once per new sample
+    if s[S_ESTIMATE] != 0.0 and (s[S_NEW_SAMPLE] != 0.0 or s[S_RESET] != 0.0):
+        tau_applied = field1(f, fo, TAU_APPLIED, nv)
+        if s[S_HAS_EFFORT] != 0.0:
+            tau_applied[:] = field1(f, fo, EFFORT, nv)   # measured: the whole joint torque
+        else:
+            tau_applied[:] = tau                         # the last command, in effect until now
+            if robot_gravity:
+                for k in range(nv):
+                    tau_applied[k] += g[k]
+        if s[S_RESET] != 0.0 or not _estimators_step(f, fo, ints, io, s[S_DT]):
+            if s[S_RESET] == 0.0:
+                s[S_ESTIMATOR_RESETS] += 1.0
+            _reset_estimators(f, fo, ints, io)
+
+    # 3. the torque
+    if s[S_SAFE] != 0.0:
+        _safe_torque(f, fo, nv, s, g, v, tau)
+    else:
+        a_cmd = field2(f, fo, SCRATCH, 4, nv)[1]
+        kp = field1(f, fo, KP, nv)
+        kd = field1(f, fo, KD, nv)
+        for k in range(nv):
+            a_cmd[k] = a_d[k] + kd[k] * (v_d[k] - v[k]) + kp[k] * (q_d[k] - q[k])
+        finite = rnea(parents, screw_axes, home_R, home_p, phi, q, v, a_cmd, base_accel, f_ext_zero, R, p,
+                      V, Vdot, F, tmp6, tau)
+        if not finite:
+            tau[0] = np.nan
+        for k in range(nv):
+            if robot_gravity:
+                tau[k] -= g[k]
+            if s[S_COMPENSATION] != 0.0:
+                tau[k] -= tau_ext[k]
+        if s[S_NEW_SAMPLE] != 0.0:
+            error = 0.0
+            for j in range(nc):
+                e = q_d[controlled[j]] - q[controlled[j]]
+                error += e * e
+            s[S_ERROR_SQ] += error / nc
+            s[S_ERROR_COUNT] += 1.0
+    if not _all_finite(tau):
+        s[S_NON_FINITE] += 1.0
+        _safe_torque(f, fo, nv, s, g, v, tau)
+        if not _all_finite(tau):
+            tau[:] = 0.0
+    limit = field1(f, fo, EFFORT_LIMIT, nv)
+    for k in range(nv):
+        if mask[k] == 0.0:
+            tau[k] = 0.0
+        elif tau[k] > limit[k]:
+            tau[k] = limit[k]
+        elif tau[k] < -limit[k]:
+            tau[k] = -limit[k]
+    command = field1(f, fo, COMMAND, nc)
+    for j in range(nc):
+        command[j] = tau[controlled[j]]
+
+    # 4. requested outputs
+    if s[S_WANT_WRENCH] != 0.0:
+        s[S_WRENCH_OK] = 1.0 if _wrench(f, fo, ints, io, frame_body, s[S_WRENCH_DAMPING]) else 0.0
+    if s[S_WANT_GRADIENT] != 0.0:
+        # dL/dphi = sum_YY phi - sum_Yt, sum_YY kept in its upper triangle
+        sum_YY = field2(f, fo, SUM_YY, npar, npar)
+        sum_Yt = field1(f, fo, SUM_YT, npar)
+        gradient = field1(f, fo, GRADIENT, npar)
+        flat_phi = field1(f, fo, PHI, npar)
+        for a in range(npar):
+            total = -sum_Yt[a]
+            for b in range(npar):
+                total += (sum_YY[a, b] if a <= b else sum_YY[b, a]) * flat_phi[b]
+            gradient[a] = total
+    if s[S_WANT_TWIST] != 0.0:
+        field1(f, fo, TWIST_GRADIENT, 6 * nb)[:] = field1(f, fo, TWIST_SUM, 6 * nb)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _all_finite(x):
+    for k in range(x.shape[0]):
+        if not np.isfinite(x[k]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _safe_torque(f, fo, nv, s, g, v, out):
+    """g(q) - damping v ("gravity"; without g when the robot compensates it), or zero."""
+    if s[S_SAFE_ZERO] != 0.0:
+        out[:] = 0.0
+        return
+    damping = field1(f, fo, DAMPING, nv)
+    robot_gravity = s[S_GRAVITY_BY_ROBOT] != 0.0
+    for k in range(nv):
+        out[k] = (0.0 if robot_gravity else g[k]) - damping[k] * v[k]
+
+
+@njit(cache=True, nogil=True)
+def _reset_estimators(f, fo, ints, io):
+    """Observer, acceleration filter and windows start over at the current sample."""
+    dims = field1(ints, io, DIMS, 4)
+    nb = dims[0]
+    nv = nb
+    s = field1(f, fo, S, NS)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V_, nv)
+    M = field2(f, fo, M_, nv, nv)
+    crba(field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+         field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), q, field3(f, fo, R_, nb, 3, 3),
+         field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3), field2(f, fo, OP, nb, 3),
+         field2(f, fo, OS, nb, 6), field2(f, fo, PHI_COMPOSITE, nb, 10), field2(f, fo, BODY_F, nb, 6), M)
+    p0 = field1(f, fo, P0, nv)
+    for i in range(nv):
+        total = 0.0
+        for j in range(nv):
+            total += M[i, j] * v[j]
+        p0[i] = total
+    field1(f, fo, INTEGRAL, nv)[:] = 0.0
+    field1(f, fo, TAU_EXT, nv)[:] = 0.0
+    field1(f, fo, ACCELERATION, nv)[:] = 0.0
+    field1(f, fo, V_PREV, nv)[:] = v
+    s[S_FILTER_STARTED] = 1.0
+    s[S_COUNT] = 0.0
+    s[S_NEXT] = 0.0
+    field1(f, fo, SUM_YY, 100 * nb * nb)[:] = 0.0
+    field1(f, fo, SUM_YT, 10 * nb)[:] = 0.0
+    field1(f, fo, TWIST_SUM, 6 * nb)[:] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _estimators_step(f, fo, ints, io, dt):
+    """Observer, acceleration filter and the gradient windows over one sample step of dt seconds.
+    False (the caller resets) when a result is not finite."""
+    dims = field1(ints, io, DIMS, 4)
+    nb, window = dims[0], dims[1]
+    nv = nb
+    npar = 10 * nb
+    s = field1(f, fo, S, NS)
+    parents = field1(ints, io, PARENTS, nb)
+    screw_axes = field2(f, fo, SCREW_AXES, nb, 6)
+    home_R = field3(f, fo, HOME_R, nb, 3, 3)
+    home_p = field2(f, fo, HOME_P, nb, 3)
+    phi = field2(f, fo, PHI, nb, 10)
+    base_accel = field1(f, fo, BASE_ACCEL, 6)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V_, nv)
+    g = field1(f, fo, G_, nv)
+    tau_applied = field1(f, fo, TAU_APPLIED, nv)
+    R = field3(f, fo, R_, nb, 3, 3)
+    p = field2(f, fo, P_, nb, 3)
+    oR = field3(f, fo, OR, nb, 3, 3)
+    op = field2(f, fo, OP, nb, 3)
+    oS = field2(f, fo, OS, nb, 6)
+    tmp6 = field2(f, fo, TMP6, 12, 6)
+    M = field2(f, fo, M_, nv, nv)
+    C = field2(f, fo, C_, nv, nv)
+    scratch = field2(f, fo, SCRATCH, 4, nv)
+    momentum = scratch[3]
+
+    # momentum observer: integral += dt (tau_applied + C^T v - g + r); r = K_O (M v - p0 - integral)
+    coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS,
+                    field2(f, fo, OV, nb, 6), field2(f, fo, OPSI, nb, 6), field3(f, fo, OIC, nb, 6, 6),
+                    field3(f, fo, OBC, nb, 6, 6), field3(f, fo, X_, nb, 6, 6), tmp6,
+                    field3(f, fo, TMP66, 2, 6, 6), C)
+    crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, field2(f, fo, PHI_COMPOSITE, nb, 10),
+         field2(f, fo, BODY_F, nb, 6), M)
+    r = field1(f, fo, TAU_EXT, nv)
+    integral = field1(f, fo, INTEGRAL, nv)
+    p0 = field1(f, fo, P0, nv)
+    gain = field1(f, fo, OBSERVER_GAIN, nv)
+    for i in range(nv):
+        ctv = 0.0
+        mv = 0.0
+        for j in range(nv):
+            ctv += C[j, i] * v[j]
+            mv += M[i, j] * v[j]
+        integral[i] += dt * (tau_applied[i] + ctv - g[i] + r[i])
+        momentum[i] = mv
+    for i in range(nv):
+        r[i] = gain[i] * (momentum[i] - p0[i] - integral[i])
+    if not _all_finite(r):
+        return False
+
+    # acceleration: a += alpha ((v - v_prev) / dt - a), alpha = dt / (dt + 1 / (2 pi f_c))
+    a = field1(f, fo, ACCELERATION, nv)
+    v_prev = field1(f, fo, V_PREV, nv)
+    alpha = dt / (dt + 1.0 / (2.0 * math.pi * s[S_CUTOFF_HZ]))
+    for k in range(nv):
+        a[k] += alpha * ((v[k] - v_prev[k]) / dt - a[k])
+        v_prev[k] = v[k]
+    if not _all_finite(a):
+        return False
+    if s[S_GRADIENTS] == 0.0:
+        return True
+
+    # the gradient windows: slot `slot` takes this sample, the oldest leaves the sums first
+    slot = int(s[S_NEXT])
+    full = int(s[S_COUNT]) == window
+    subtree_end = field1(ints, io, SUBTREE_END, nb)
+    Y_ring = field3(f, fo, Y_RING, window, nv, npar)
+    samples = field3(f, fo, SAMPLES, window, 4, nv)
+    sum_YY = field2(f, fo, SUM_YY, npar, npar)
+    sum_Yt = field1(f, fo, SUM_YT, npar)
+    Y = Y_ring[slot]
+    if full:
+        _window_sums_add(Y, samples[slot, 3], subtree_end, -1.0, sum_YY, sum_Yt)
+    if not regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR, op, oS,
+                     field2(f, fo, BODY_V, nb, 6), field2(f, fo, BODY_VDOT, nb, 6), tmp6, Y):
+        return False
+    samples[slot, 0] = q
+    samples[slot, 1] = v
+    samples[slot, 2] = a
+    samples[slot, 3] = tau_applied
+    _window_sums_add(Y, tau_applied, subtree_end, 1.0, sum_YY, sum_Yt)
+    if s[S_TWIST] != 0.0:
+        twist_ring = field2(f, fo, TWIST_RING, window, 6 * nb)
+        twist_sum = field1(f, fo, TWIST_SUM, 6 * nb)
+        term = twist_ring[slot]
+        if full:
+            for c in range(6 * nb):
+                twist_sum[c] -= term[c]
+        residual = scratch[2]
+        if not rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, field2(f, fo, F_EXT_ZERO, nb, 6),
+                    R, p, field2(f, fo, BODY_V, nb, 6), field2(f, fo, BODY_VDOT, nb, 6),
+                    field2(f, fo, BODY_F, nb, 6), tmp6, residual):
+            return False
+        for k in range(nv):
+            residual[k] = tau_applied[k] - residual[k]
+        dtau_deta = field2(f, fo, DTAU_DETA, nv, 6 * nb)
+        if not twist_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel,
+                                 field2(f, fo, F_EXT_ZERO, nb, 6), R, p, oR, op, field2(f, fo, OPHI_C, nb, 10),
+                                 field3(f, fo, VECTORS, 9, nb, 6),
+                                 field4(f, fo, ETA_COLUMNS, 2, nb, 6, 6),
+                                 field2(f, fo, ETA_POSE, 4, 3), tmp6, dtau_deta):
+            return False
+        for c in range(6 * nb):
+            total = 0.0
+            for k in range(nv):
+                total -= dtau_deta[k, c] * residual[k]
+            term[c] = total
+            twist_sum[c] += total
+    s[S_NEXT] = (slot + 1) % window
+    s[S_COUNT] = min(s[S_COUNT] + 1.0, window)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _window_sums_add(Y, tau, subtree_end, sign, sum_YY, sum_Yt):
+    """sum_YY += sign Y^T Y (upper triangle), sum_Yt += sign Y^T tau. Row k of Y is zero outside the
+    columns of the bodies k carries, [10 k, 10 (subtree_end[k] + 1))."""
+    for k in range(Y.shape[0]):
+        first, last = 10 * k, 10 * (subtree_end[k] + 1)
+        yk = Y[k]
+        t = sign * tau[k]
+        for a in range(first, last):
+            ya = sign * yk[a]
+            sum_Yt[a] += yk[a] * t
+            row = sum_YY[a]
+            for b in range(a, last):
+                row[b] += ya * yk[b]
+
+
+@njit(cache=True, nogil=True)
+def _wrench(f, fo, ints, io, frame_body, damping):
+    """wrench = (J J^T + damping^2 I)^-1 J tau_ext at the estimator's frame (local_world_aligned
+    Jacobian); False when it is not finite."""
+    dims = field1(ints, io, DIMS, 4)
+    nb = dims[0]
+    nv = nb
+    J = field2(f, fo, J_, 6, nv)
+    frame_jacobian(field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+                   field2(f, fo, HOME_P, nb, 3), field1(f, fo, Q, nv), field1(ints, io, PATH, nb),
+                   field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
+                   field2(f, fo, OP, nb, 3), frame_body, field2(f, fo, FRAME_R, 3, 3), field1(f, fo, FRAME_P, 3),
+                   LOCAL_WORLD_ALIGNED, J)
+    A = field2(f, fo, A_, 6, 6)
+    w = field1(f, fo, WRENCH, 6)
+    r = field1(f, fo, TAU_EXT, nv)
+    for a in range(6):
+        total = 0.0
+        for k in range(nv):
+            total += J[a, k] * r[k]
+        w[a] = total
+        for b in range(6):
+            total = 0.0
+            for k in range(nv):
+                total += J[a, k] * J[b, k]
+            A[a, b] = total
+        A[a, a] += damping * damping
+    if not cholesky_solve(A, w):
+        return False
+    return _all_finite(w)
+
+
+@njit(cache=True, nogil=True)
+def cholesky_solve(A, b):
+    """Solve A x = b in place (x into b) for a symmetric positive definite A, overwritten by its
+    Cholesky factor (lower triangle). False when A is not positive definite."""
+    n = A.shape[0]
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= A[j, k] * A[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            x = A[i, j]
+            for k in range(j):
+                x -= A[i, k] * A[j, k]
+            A[i, j] = x / d
+    for i in range(n):          # L y = b
+        x = b[i]
+        for k in range(i):
+            x -= A[i, k] * b[k]
+        b[i] = x / A[i, i]
+    for i in range(n - 1, -1, -1):   # L^T x = y
+        x = b[i]
+        for k in range(i + 1, n):
+            x -= A[k, i] * b[k]
+        b[i] = x / A[i, i]
+    return True
