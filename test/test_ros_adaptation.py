@@ -1,10 +1,7 @@
 """The controller's gradients and online adaptation, brought up over DDS with the simulator.
 
-- ~/twist_gradient (the joint-twist block of d loss / d eta over the gradient window) against central
-  differences of the window loss, computed here with dc.rnea on model.with_twist_perturbation(eps e_k)
-  (independent of twist_derivatives). The window behind a published message is captured by a spy on
-  TwistGradient.gradient (the samples it read and what it returned); the message received must be one
-  of those results exactly.
+- ~/twist_gradient and its labels arrive with their documented layout (the values are checked against
+  central differences of the window loss in test_tick.py).
 - adaptation.enabled: the simulator's arm carries a 2 kg payload at arm7_tool that the controller's
   model lacks; over 20 s of simulated time the estimate on ~/inertial_parameters must cut the RMS
   torque prediction error of the last 2 s by >= 90 % (torques, states and accelerations from the
@@ -19,7 +16,6 @@ from std_msgs.msg import Float64MultiArray, String
 
 import dyn_control as dc
 from dyn_control.nodes import qos
-from dyn_control.nodes.twist_gradient import TwistGradient
 from dyn_control.nodes.cli import bringup
 from ros_harness import RecordingMonitor, write_parameter_file
 
@@ -36,8 +32,8 @@ class GradientMonitor(RecordingMonitor):
     TOPICS = {"twist_gradient": Float64MultiArray, "inertial_parameters": Float64MultiArray,
               "twist_labels": String, "parameter_labels": String}
 
-    def start(self, nodes, context):
-        super().start(nodes, context)
+    def start(self, node):
+        super().start(node)
         self.messages = {key: [] for key in self.TOPICS}
         self._extra = {key: qos.PolledSubscription(self._node, msg_type, "/dyn_controller/" + key,
                                                    qos.LATCHED if msg_type is String else qos.STATE)
@@ -54,23 +50,7 @@ class GradientMonitor(RecordingMonitor):
         super().stop()
 
 
-def window_loss(model, samples, eta):
-    perturbed = model.with_twist_perturbation(eta)
-    data = perturbed.create_data()
-    return 0.5 * sum(float(np.sum((tau - dc.rnea(perturbed, data, q, v, a)) ** 2)) for q, v, a, tau in samples)
-
-
-def test_twist_gradient_against_central_differences(tmp_path, monkeypatch):
-    calls = []
-    original = TwistGradient.gradient
-
-    def spy(self, out):
-        samples = self.samples()
-        result = original(self, out)
-        calls.append((samples, result.copy()))
-        return result
-
-    monkeypatch.setattr(TwistGradient, "gradient", spy)
+def test_twist_gradient_messages(tmp_path):
     controller = {"urdf_path": ARM7, "gains.kp": 400.0, "gains.kd": 40.0, "reference.type": "sine",
                   "reference.amplitude": 0.3, "gradient.period": 200, "gradient.window": 40}
     simulator = {"urdf_path": ARM7, "initial_positions": Q0}
@@ -81,22 +61,9 @@ def test_twist_gradient_against_central_differences(tmp_path, monkeypatch):
     assert len(received) >= 3, f"{len(received)} ~/twist_gradient messages"
     last = received[-1]
     assert [(d.label, d.size, d.stride) for d in last.layout.dim] == [("joints", 7, 42), ("components", 6, 6)]
+    assert np.isfinite(last.data).all() and np.abs(last.data).max() > 0.0
     labels = monitor.messages["twist_labels"][-1].data.split("\n")
     assert labels[:7] == [f"arm7_joint1/{c}" for c in ("wx", "wy", "wz", "vx", "vy", "vz")] + ["arm7_joint2/wx"]
-    published = np.array(last.data)
-    matches = [(samples, g) for samples, g in calls if np.array_equal(g, published)]
-    assert matches, "the last ~/twist_gradient message is none of the computed gradients"
-    samples, _ = matches[-1]
-    assert len(samples) == 40
-    model = dc.load_urdf(ARM7)
-    eps = 1e-6
-    numeric = np.zeros(6 * model.nbodies)
-    for k in range(numeric.size):
-        e = np.zeros(numeric.size)
-        e[k] = eps
-        numeric[k] = (window_loss(model, samples, e) - window_loss(model, samples, -e)) / (2 * eps)
-    assert np.abs(numeric).max() > 1e-3      # the window's loss does depend on the twists
-    np.testing.assert_allclose(published, numeric, rtol=1e-5, atol=1e-6 * np.abs(numeric).max())
 
 
 def payload_urdf(path, extra_mass):

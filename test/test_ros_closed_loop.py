@@ -1,8 +1,8 @@
 """Acceptance: the controller closes the loop over real DDS with the simulator node.
 
-Each case runs `dyn-control bringup` in this process (controller and simulator on their own loop
-threads, MultiThreadedExecutor) for a few seconds and records /joint_states, ~/desired,
-~/wrench_estimate and ~/applied_wrench. Ground truth comes from the simulator's topics, never from
+Each case runs `dyn-control bringup` (controller and simulator in processes of their own) for a few
+seconds and records, in this process, /joint_states, ~/desired, ~/wrench_estimate, ~/applied_wrench
+and /diagnostics. Ground truth comes from the simulator's topics, never from
 the controller: the tracking error pairs the controller's desired position with the simulated joint
 position of the same stamp (the controller stamps ~/desired with the joint state it used), and the
 force estimate is compared with what the simulator reports it applied.
@@ -110,3 +110,10 @@ def test_force_estimate_without_force(run):
     assert window.sum() > 100
     force = np.linalg.norm(r.values("wrench_estimate")[window, 3:], axis=1)
     assert force.max() < 0.5, f"largest estimated force without contact {force.max():.3f} N"
+
+
+def test_the_watchdog_never_trips_while_joint_states_flow(run):
+    """The controller's own count (its last /diagnostics while active): no safe mode in the run."""
+    loop = run["recorder"].diagnostics["dyn_controller: control loop"]
+    assert int(loop["ticks"]) > 1000
+    assert loop["watchdog trips"] == "0"

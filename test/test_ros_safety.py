@@ -360,3 +360,29 @@ def test_controlled_subset_in_the_order_of_joints(ros):
     a[[1, 0]] = np.array([100.0, 300.0]) * (HOLD[[1, 0]] - Q[[1, 0]]) - KD * V[[1, 0]]
     expected = np.clip(pin.rnea(PIN_MODEL, PIN_DATA, Q, V, a), -LIMITS, LIMITS)[[1, 0]]
     assert_all_close(received, expected, "subset command")
+
+
+def test_a_backlog_costs_one_parse(ros):
+    """With joint states queued (the loop stopped), one tick's intake parses the newest only."""
+    controller, injector, _, _ = ros
+    injector.message = None
+    controller.trigger_activate()
+    controller._stop_loop()
+    reader = controller._configured.reader
+    parsed = []
+    original = reader.read
+    reader.read = lambda raw, now: parsed.append(raw) or original(raw, now)
+    try:
+        time.sleep(0.05)
+        for k in range(50):
+            msg = state(positions=Q + 1e-3 * k)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = 100, 1000 * (k + 1)
+            injector.joint_states.publish(msg)
+        time.sleep(0.2)
+        assert controller._take_joint_state(time.monotonic())
+    finally:
+        reader.read = original
+        controller.trigger_deactivate()
+    assert len(parsed) == 1
+    assert reader.stamp == 100 * 10 ** 9 + 50_000
+    np.testing.assert_allclose(reader.q, Q + 49e-3)

@@ -188,7 +188,7 @@ class SimulatorNode(LoopNode):
         c.max_catch_up = values["max_catch_up"]
         c.gravity_data = model.create_data()
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
-        if model.frame_names:
+        if c.mapping is None:
             c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
         c.sim.reset(q0)
         c.command = np.zeros(model.nv)

@@ -1,0 +1,224 @@
+"""The controller's fused tick (dyn_control.control.tick) against independent oracles: Pinocchio for
+the computed torque, g(q), M, C and the regressor; the observer's and the acceleration filter's
+recursions written out here with Pinocchio's quantities; central differences of the window loss on
+twist-perturbed models for the twist gradient.
+"""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import dyn_control as dc
+from dyn_control.control import tick as T
+from oracles import OURS_FROM_PIN_PARAM
+
+pytestmark = pytest.mark.kernels
+
+URDF = dc.bundled_urdf("arm7")
+MODEL = dc.load_urdf(URDF)
+NV = MODEL.nv
+PIN = pin.buildModelFromUrdf(URDF)
+PIN_DATA = PIN.createData()
+LIMITS = np.asarray(MODEL.effort_limit)
+FRAME = "arm7_tool"
+KP, KD, DAMPING, GAIN, CUTOFF = 400.0, 40.0, 2.0, 50.0, 20.0
+DT = 1e-3
+
+
+def make_tick(window=20, controlled=None, robot_gravity=False):
+    tick = T.ControllerTick(MODEL, np.arange(NV) if controlled is None else controlled, FRAME, window)
+    f, s = tick.f, tick.s
+    f.kp[:], f.kd[:], f.damping[:], f.observer_gain[:] = KP, KD, DAMPING, GAIN
+    s[T.S_CUTOFF_HZ] = CUTOFF
+    s[T.S_WRENCH_DAMPING] = 1e-3
+    s[T.S_GRAVITY_BY_ROBOT] = robot_gravity
+    s[T.S_DT] = DT
+    return tick
+
+
+def feed(tick, q, v, effort=None, reset=False, gradients=True, twist=False):
+    f, s = tick.f, tick.s
+    f.q[:], f.v[:] = q, v
+    s[T.S_HAS_EFFORT] = effort is not None
+    if effort is not None:
+        f.effort[:] = effort
+    s[T.S_ESTIMATE], s[T.S_GRADIENTS], s[T.S_TWIST] = 1.0, gradients, twist
+    s[T.S_NEW_SAMPLE], s[T.S_RESET] = 1.0, reset
+    tick.tick()
+    s[T.S_NEW_SAMPLE] = s[T.S_RESET] = 0.0
+
+
+def trajectory(rng, steps):
+    """A smooth joint trajectory sampled at DT: (q, v) per step, and a measured effort per step."""
+    q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]) + rng.uniform(-0.2, 0.2, NV)
+    w = rng.uniform(1.0, 3.0, NV)
+    t = DT * np.arange(steps)[:, None]
+    q = q0 + 0.2 * np.sin(w * t)
+    v = 0.2 * w * np.cos(w * t)
+    effort = rng.normal(0.0, 5.0, (steps, NV))
+    return q, v, effort
+
+
+def test_computed_torque_is_pinocchio_rnea_of_the_sine_reference():
+    rng = np.random.default_rng(1)
+    tick = make_tick()
+    q, v = MODEL.neutral_configuration() + rng.uniform(-0.3, 0.3, NV), rng.uniform(-0.5, 0.5, NV)
+    centre, amplitude, omega, t = q + 0.05, rng.uniform(0.0, 0.1, NV), 2.0, 0.7
+    tick.f.centre[:], tick.f.amplitude[:] = centre, amplitude
+    tick.s[T.S_OMEGA], tick.s[T.S_T] = omega, t
+    feed(tick, q, v, reset=True)
+    q_d = centre + amplitude * np.sin(omega * t)
+    v_d = amplitude * omega * np.cos(omega * t)
+    a_d = -amplitude * omega ** 2 * np.sin(omega * t)
+    expected = np.clip(pin.rnea(PIN, PIN_DATA, q, v, a_d + KD * (v_d - v) + KP * (q_d - q)), -LIMITS, LIMITS)
+    np.testing.assert_allclose(tick.f.tau, expected, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(tick.f.command, expected, rtol=1e-12, atol=1e-10)
+
+
+def test_robot_gravity_leaves_out_exactly_g():
+    rng = np.random.default_rng(2)
+    q, v = MODEL.neutral_configuration() + rng.uniform(-0.3, 0.3, NV), rng.uniform(-0.2, 0.2, NV)
+    commands = []
+    for robot_gravity in (False, True):
+        tick = make_tick(robot_gravity=robot_gravity)
+        tick.f.centre[:] = q + 0.01
+        feed(tick, q, v, reset=True)
+        commands.append(tick.f.command.copy())
+    g = pin.computeGeneralizedGravity(PIN, PIN_DATA, q)
+    assert np.all(np.abs(commands[0]) < LIMITS)     # no clamping, so the difference is g exactly
+    np.testing.assert_allclose(commands[0] - commands[1], g, rtol=1e-12, atol=1e-10)
+
+
+def test_controlled_subset_and_safe_torques():
+    rng = np.random.default_rng(3)
+    q, v = MODEL.neutral_configuration() + rng.uniform(-0.3, 0.3, NV), rng.uniform(-0.5, 0.5, NV)
+    controlled = np.array([5, 1, 3])
+    tick = make_tick(controlled=controlled)
+    tick.f.centre[:] = q + 0.02
+    feed(tick, q, v, reset=True)
+    a = np.zeros(NV)
+    a[controlled] = KD * (0.0 - v[controlled]) + KP * 0.02
+    expected = np.clip(pin.rnea(PIN, PIN_DATA, q, v, a), -LIMITS, LIMITS)
+    np.testing.assert_allclose(tick.f.command, expected[controlled], rtol=1e-12, atol=1e-10)
+    assert np.all(np.delete(tick.f.tau, controlled) == 0.0)
+    tick.s[T.S_SAFE] = 1.0
+    tick.tick()
+    g = pin.computeGeneralizedGravity(PIN, PIN_DATA, q)
+    np.testing.assert_allclose(tick.f.command, np.clip(g - DAMPING * v, -LIMITS, LIMITS)[controlled], rtol=1e-12)
+    tick.s[T.S_SAFE_ZERO] = 1.0
+    tick.tick()
+    assert np.all(tick.f.command == 0.0)
+
+
+def test_non_finite_torque_falls_back_to_the_safe_torque():
+    tick = make_tick()
+    q = MODEL.neutral_configuration()
+    feed(tick, q, np.full(NV, 1e200), reset=True, gradients=False)
+    assert np.isfinite(tick.f.command).all()
+    np.testing.assert_array_equal(tick.f.command, -LIMITS)     # g - D v, clamped
+    assert tick.s[T.S_NON_FINITE] >= 1
+
+
+def test_observer_and_acceleration_filter_against_their_recursions():
+    """r_k = K (M_k v_k - p0 - I_k), I_k = I_{k-1} + dt (tau_k + C_k^T v_k - g_k + r_{k-1}) and
+    a_k = a_{k-1} + alpha ((v_k - v_{k-1}) / dt - a_{k-1}), with Pinocchio's M, C and g."""
+    rng = np.random.default_rng(4)
+    q, v, effort = trajectory(rng, 60)
+    tick = make_tick()
+    feed(tick, q[0], v[0], effort[0], reset=True)
+    p0 = pin.crba(PIN, PIN_DATA, q[0]) @ v[0]
+    integral, r, a = np.zeros(NV), np.zeros(NV), np.zeros(NV)
+    alpha = DT / (DT + 1.0 / (2.0 * np.pi * CUTOFF))
+    for k in range(1, len(q)):
+        feed(tick, q[k], v[k], effort[k])
+        M = pin.crba(PIN, PIN_DATA, q[k])
+        M = np.triu(M) + np.triu(M, 1).T
+        C = pin.computeCoriolisMatrix(PIN, PIN_DATA, q[k], v[k])
+        g = pin.computeGeneralizedGravity(PIN, PIN_DATA, q[k])
+        integral += DT * (effort[k] + C.T @ v[k] - g + r)
+        r = GAIN * (M @ v[k] - p0 - integral)
+        a += alpha * ((v[k] - v[k - 1]) / DT - a)
+    np.testing.assert_allclose(tick.f.tau_ext, r, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(tick.f.acceleration, a, rtol=1e-12, atol=1e-12)
+
+
+def test_gradient_over_the_sliding_window_is_pinocchio_regressor_sum():
+    """dL/dphi = -sum_k Y_k^T (tau_k - Y_k phi) over the last `window` samples only, from the
+    running sums; samples as the tick saw them (q, v, its acceleration estimate, the effort)."""
+    rng = np.random.default_rng(5)
+    window = 15
+    q, v, effort = trajectory(rng, 40)
+    tick = make_tick(window)
+    feed(tick, q[0], v[0], effort[0], reset=True)
+    for k in range(1, len(q)):
+        feed(tick, q[k], v[k], effort[k])
+    tick.s[T.S_WANT_GRADIENT] = 1.0
+    tick.tick()
+    samples = tick.window_samples()
+    assert len(samples) == window
+    np.testing.assert_array_equal(samples[:, 0], q[-window:])
+    phi = MODEL.inertial_parameters()
+    expected = np.zeros(phi.size)
+    for q_k, v_k, a_k, tau_k in samples:
+        Y = pin.computeJointTorqueRegressor(PIN, PIN_DATA, q_k, v_k, a_k)
+        Y = Y.reshape(NV, NV, 10)[:, :, OURS_FROM_PIN_PARAM].reshape(NV, 10 * NV)
+        expected -= Y.T @ (tau_k - Y @ phi)
+    np.testing.assert_allclose(tick.f.gradient, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
+
+
+def test_twist_gradient_against_central_differences_of_the_window_loss():
+    rng = np.random.default_rng(6)
+    window = 10
+    q, v, effort = trajectory(rng, 25)
+    tick = make_tick(window)
+    feed(tick, q[0], v[0], effort[0], reset=True, twist=True)
+    for k in range(1, len(q)):
+        feed(tick, q[k], v[k], effort[k], twist=True)
+    tick.s[T.S_WANT_TWIST] = 1.0
+    tick.tick()
+    samples = tick.window_samples()
+
+    def loss(eta):
+        perturbed = MODEL.with_twist_perturbation(eta)
+        data = perturbed.create_data()
+        return 0.5 * sum(float(np.sum((tau - dc.rnea(perturbed, data, q_k, v_k, a_k)) ** 2))
+                         for q_k, v_k, a_k, tau in samples)
+
+    eps = 1e-6
+    numeric = np.zeros(6 * MODEL.nbodies)
+    for k in range(numeric.size):
+        e = np.zeros(numeric.size)
+        e[k] = eps
+        numeric[k] = (loss(e) - loss(-e)) / (2 * eps)
+    assert np.abs(numeric).max() > 1e-3
+    np.testing.assert_allclose(tick.f.twist_gradient, numeric, rtol=1e-5, atol=1e-6 * np.abs(numeric).max())
+
+
+def test_wrench_is_the_damped_least_squares_of_the_external_torque():
+    rng = np.random.default_rng(7)
+    q, v, effort = trajectory(rng, 30)
+    tick = make_tick()
+    feed(tick, q[0], v[0], effort[0], reset=True)
+    for k in range(1, len(q)):
+        feed(tick, q[k], v[k], effort[k])
+    tick.s[T.S_WANT_WRENCH] = 1.0
+    tick.tick()
+    assert tick.s[T.S_WRENCH_OK] == 1.0
+    frame = PIN.getFrameId(FRAME)
+    J = pin.computeFrameJacobian(PIN, PIN_DATA, q[-1], frame, pin.LOCAL_WORLD_ALIGNED)
+    J = np.vstack([J[3:], J[:3]])        # angular rows first
+    r = tick.f.tau_ext
+    expected = np.linalg.solve(J @ J.T + 1e-6 * np.eye(6), J @ r)
+    np.testing.assert_allclose(tick.f.wrench, expected, rtol=1e-8, atol=1e-10)
+
+
+def test_a_reset_restarts_the_window_and_the_observer():
+    rng = np.random.default_rng(8)
+    q, v, effort = trajectory(rng, 10)
+    tick = make_tick(5)
+    for k in range(len(q)):
+        feed(tick, q[k], v[k], effort[k], reset=k == 0)
+    assert tick.s[T.S_COUNT] == 5
+    feed(tick, q[-1], v[-1], effort[-1], reset=True)
+    assert tick.s[T.S_COUNT] == 0
+    assert np.all(tick.f.tau_ext == 0.0)
+    np.testing.assert_allclose(tick.f.p0, pin.crba(PIN, PIN_DATA, q[-1]) @ v[-1], rtol=1e-10)
