@@ -1,14 +1,18 @@
-"""The ROS 2 control loop: timing at 1 kHz, and the time to the first command.
+"""The ROS 2 control loop at 1 kHz, measured from outside, and the time to the first command.
 
-1. 30 s of the closed loop (dyn-control bringup of config/demo.yaml: dyn_controller and
-   dyn_simulator, both at 1 kHz, in this process, as `make demo` runs them) while a bare rclpy
-   timer at 1 kHz runs in a second process over the same 30 s: the controller's tick period p50 /
-   p99 / max, compute time p99 (the tick's work; the timer's callback does none), ticks that never
-   ran (both), and our deadline misses (deadlines that passed while a tick was still working, see
-   nodes/timing.py).
-2. Time from process start to the first command on /effort_controller/commands, for a new process
-   running the same bringup: with an empty Numba cache (NUMBA_CACHE_DIR a fresh temporary folder:
-   every kernel compiles) and with a warm one (the cache this run uses, filled beforehand).
+1. 30 s of `dyn-control bringup config/demo.yaml` (dyn_controller and dyn_simulator in processes of
+   their own, as `make demo` runs them) while, in processes of their own,
+   - a listener takes the command topic serialized (cheap) with the DDS source timestamps, and
+     /diagnostics (watchdog trips, deadline misses, the controller's tick CPU p50 / p99);
+   - a bare rclpy timer at 1 kHz runs on a SingleThreadedExecutor (the reference: what rclpy itself
+     reaches on this machine).
+   Reported: commands per second, gaps between consecutive commands' source timestamps p50 / p99 /
+   max (ours; the timer's periods beside them), watchdog trips, deadline misses, tick CPU.
+2. The same with one more process: a callback-based subscriber of /joint_states and the command
+   topic (an executor calling Python per message, as `ros2 topic hz` or a plotter does).
+3. Time from process start to the first command on /effort_controller/commands, for a new bringup:
+   with an empty Numba cache (NUMBA_CACHE_DIR a fresh temporary folder: every kernel compiles) and
+   with a warm one.
 
 Run alone: .venv/bin/python bench/run.py loop   (or python bench/bench_loop.py)
 """
@@ -31,72 +35,92 @@ from common import Row  # noqa: E402
 
 DURATION = 30.0
 PERIOD = 1e-3
+COMMANDS = "/effort_controller/commands"
+CONTROLLER_STATUS = "dyn_controller: control loop"
 
 
-class LoopSampler:
-    """A bringup monitor that copies every tick's period and compute time out of the loop's ring
-    buffer (LoopStats keeps the last 2048) four times a second."""
-
-    def __init__(self):
-        self.periods, self.computes, self.seen = [], [], 0
-
-    def start(self, nodes, context):
-        from dyn_control.nodes.controller import ControllerNode
-        self.controller = next(n for n in nodes if isinstance(n, ControllerNode))
-
-    def status(self, phase, elapsed):
-        loop = self.controller.loop
-        if phase != "run" or loop is None:
-            return
-        stats = loop.stats
-        count, size = stats.count, stats.periods.shape[0]
-        new = min(count - self.seen, size)
-        index = np.arange(count - new, count) % size
-        self.periods.append(stats.periods[index].copy())
-        self.computes.append(stats.computes[index].copy())
-        self.seen = count
-
-    def stop(self):
-        self.status("run", 0.0)
-        self.misses = self.controller.loop.stats.deadline_misses
-
-
-def bare_timer(duration):
-    """Child process: an rclpy timer at 1 kHz on a SingleThreadedExecutor; prints "ready", then its
-    periods and callback durations as JSON."""
+def listener(duration):
+    """Child process: takes the command topic raw (source timestamps) and /diagnostics for
+    `duration` s after "ready"; prints the timestamps and the controller's last loop figures."""
     import rclpy
-    rclpy.init()
-    node = rclpy.create_node("bare_timer")
-    starts, computes = [], []
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import Float64MultiArray
 
-    def callback():
-        start = time.monotonic()
-        starts.append(start)
-        computes.append(time.monotonic() - start)
-    node.create_timer(PERIOD, callback)
+    from dyn_control.nodes import qos
+    rclpy.init()
+    node = rclpy.create_node("bench_listener")
+    commands = qos.PolledSubscription(node, Float64MultiArray, COMMANDS, qos.recording(1000))
+    diagnostics = qos.PolledSubscription(node, DiagnosticArray, "/diagnostics", qos.recording(100))
+    stamps, loop = [], {}
+    print("ready", flush=True)
+    end = time.monotonic() + duration
+    while time.monotonic() < end:
+        while (taken := commands.take_raw()) is not None:
+            stamps.append(taken[1]["source_timestamp"])
+        while (msg := diagnostics.take()) is not None:
+            for status in msg.status:
+                values = {kv.key: kv.value for kv in status.values}
+                if status.name == CONTROLLER_STATUS and "ticks" in values:
+                    loop = values
+        time.sleep(0.01)
+    print(json.dumps({"stamps": stamps, "loop": loop}))
+    rclpy.shutdown()
+
+
+def callback_subscriber(duration):
+    """Child process: Python callbacks on /joint_states and the command topic (what `ros2 topic
+    hz` does); prints how many messages it got."""
+    import rclpy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    rclpy.init()
+    node = rclpy.create_node("bench_callback_subscriber")
+    counts = {"joint_states": 0, "commands": 0}
+
+    def count(key):
+        def callback(msg):
+            counts[key] += 1
+        return callback
+    node.create_subscription(JointState, "/joint_states", count("joint_states"), 10)
+    node.create_subscription(Float64MultiArray, COMMANDS, count("commands"), 10)
     executor = rclpy.executors.SingleThreadedExecutor()
     executor.add_node(node)
     print("ready", flush=True)
     end = time.monotonic() + duration
     while time.monotonic() < end:
         executor.spin_once(timeout_sec=0.1)
-    print(json.dumps({"periods": np.diff(starts).tolist(), "computes": computes}))
+    print(json.dumps(counts))
+    rclpy.shutdown()
+
+
+def bare_timer(duration):
+    """Child process: an rclpy timer at 1 kHz on a SingleThreadedExecutor; prints "ready", then its
+    periods as JSON."""
+    import rclpy
+    rclpy.init()
+    node = rclpy.create_node("bare_timer")
+    starts = []
+    node.create_timer(PERIOD, lambda: starts.append(time.monotonic()))
+    executor = rclpy.executors.SingleThreadedExecutor()
+    executor.add_node(node)
+    print("ready", flush=True)
+    end = time.monotonic() + duration
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.1)
+    print(json.dumps({"periods": np.diff(starts).tolist()}))
     rclpy.shutdown()
 
 
 def first_command(config):
-    """Child process: bring up `config` and print the wall-clock time of the first command seen on
-    /effort_controller/commands."""
-    from dyn_control.nodes import qos
-    from dyn_control.nodes.cli import bringup
+    """Child process: bring up `config` and print the wall-clock time of the first command seen."""
     from std_msgs.msg import Float64MultiArray
 
+    from dyn_control.nodes import qos
+    from dyn_control.nodes.cli import bringup
+
     class FirstCommand:
-        def start(self, nodes, context):
-            from rclpy.node import Node
-            self.node = Node("first_command_probe", context=context)
-            self.commands = qos.PolledSubscription(self.node, Float64MultiArray, "/effort_controller/commands",
-                                                   qos.recording(10))
+        def start(self, node):
+            self.commands = qos.PolledSubscription(node, Float64MultiArray, COMMANDS, qos.recording(10))
             self.when = None
             threading.Thread(target=self.watch, daemon=True).start()
 
@@ -110,72 +134,86 @@ def first_command(config):
             pass
 
         def stop(self):
-            self.node.destroy_node()
+            pass
 
     probe = FirstCommand()
     bringup(config, 1.0, probe)
     print(json.dumps({"first_command": probe.when}))
 
 
-def timed_child(mode, *args, env=None):
-    """(seconds from spawning `python bench_loop.py mode args` to the time it reports, its output)."""
+def child(mode, *args, env=None):
+    """A `python bench_loop.py mode args` process that has printed "ready"."""
+    process = subprocess.Popen([sys.executable, os.path.abspath(__file__), mode, *map(str, args)],
+                               stdout=subprocess.PIPE, text=True, env=env)
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+def report(process):
+    return json.loads(process.communicate(timeout=120)[0].strip().splitlines()[-1])
+
+
+def time_to_first_command(config, env=None):
     spawned = time.time()
-    result = subprocess.run([sys.executable, os.path.abspath(__file__), mode, *args], capture_output=True,
-                            text=True, env=env, timeout=600)
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    return report["first_command"] - spawned
+    result = subprocess.run([sys.executable, os.path.abspath(__file__), "first-command", config],
+                            capture_output=True, text=True, env=env, timeout=900)
+    return json.loads(result.stdout.strip().splitlines()[-1])["first_command"] - spawned
 
 
-def never_ran(periods):
-    """Ticks due between the first and the last tick that did not run."""
-    return int(round(np.sum(periods) / PERIOD)) - len(periods)
+def loop_run(config, with_callbacks):
+    """One DURATION s run of the demo's loop beside the bare timer; the listener's report, the
+    timer's, and the callback subscriber's counts (or None)."""
+    from dyn_control.nodes.cli import bringup
+    extra = child("callback-subscriber", DURATION + 20) if with_callbacks else None
+    timer = child("bare-timer", DURATION + 10)
+    watcher = child("listener", DURATION + 10)
+    assert bringup(config, DURATION) == 0
+    return report(watcher), report(timer), (report(extra) if extra is not None else None)
 
 
-def percentiles_us(x):
-    x = np.asarray(x) * 1e6
-    return np.percentile(x, 50), np.percentile(x, 99), x.max()
+def loop_rows(label, listened, timer):
+    gaps = np.diff(np.sort(np.array(listened["stamps"], dtype=np.int64))) * 1e-9
+    periods = np.array(timer["periods"])
+    loop = listened["loop"]
+    ours = np.percentile(gaps, [50, 99]) * 1e6
+    ref = np.percentile(periods, [50, 99]) * 1e6
+    rate = gaps.size / gaps.sum()
+    rows = [Row(f"{label}: command gap p50", ours[0], ref[0], "rclpy timer period"),
+            Row(f"{label}: command gap p99", ours[1], ref[1], "rclpy timer period"),
+            Row(f"{label}: command gap max", gaps.max() * 1e6, periods.max() * 1e6, "rclpy timer period"),
+            Row(f"{label}: commands per second (a rate, not us)", rate, periods.size / periods.sum(),
+                "rclpy timer: callbacks per second"),
+            Row(f"{label}: watchdog trips / deadline misses (counts)", float(loop.get("watchdog trips", "nan")),
+                note=f"deadline misses {loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks"),
+            Row(f"{label}: controller tick CPU p50", float(loop.get("compute p50 [ms]", "nan")) * 1e3),
+            Row(f"{label}: controller tick CPU p99", float(loop.get("compute p99 [ms]", "nan")) * 1e3)]
+    return rows
 
 
 def run():
-    from dyn_control.nodes.cli import bringup
     from dyn_control.robots import config_dir
 
     config = os.path.join(config_dir(), "demo.yaml")
     rows = []
-    # 2. first command: warm the cache this process uses, then measure warm and cold
-    timed_child("first-command", config)
-    warm = timed_child("first-command", config)
+    time_to_first_command(config)                  # fills the cache this run uses
+    warm = time_to_first_command(config)
     with tempfile.TemporaryDirectory() as empty:
-        cold = timed_child("first-command", config, env=dict(os.environ, NUMBA_CACHE_DIR=empty))
-    # 1. 30 s of our loop beside the bare timer
-    timer = subprocess.Popen([sys.executable, os.path.abspath(__file__), "bare-timer", str(DURATION)],
-                             stdout=subprocess.PIPE, text=True)
-    assert timer.stdout.readline().strip() == "ready"
-    sampler = LoopSampler()
-    bringup(config, DURATION, sampler)
-    timer_report = json.loads(timer.communicate(timeout=120)[0].strip().splitlines()[-1])
-    periods = np.concatenate(sampler.periods)
-    periods = periods[np.isfinite(periods)]
-    computes = np.concatenate(sampler.computes)
-    ours = percentiles_us(periods)
-    ref = percentiles_us(timer_report["periods"])
-    note = f"{DURATION:.0f} s at 1 kHz, {periods.size} ticks"
-    for k, name in enumerate(("p50", "p99", "max")):
-        rows.append(Row(f"loop period {name}", ours[k], ref[k], "rclpy timer", note))
-    rows.append(Row("loop compute p99 (timer: empty callback)", percentiles_us(computes)[1],
-                    percentiles_us(timer_report["computes"])[1], "rclpy timer"))
-    rows.append(Row("ticks that never ran (a count, not us)", never_ran(periods),
-                    note=f"rclpy timer: {never_ran(timer_report['periods'])}"))
-    rows.append(Row("deadline misses (a count, not us)", sampler.misses,
-                    note="ticks still working when the next one was due"))
+        cold = time_to_first_command(config, env=dict(os.environ, NUMBA_CACHE_DIR=empty))
+    listened, timer, _ = loop_run(config, with_callbacks=False)
+    rows += loop_rows("light listener", listened, timer)
+    listened, timer, counts = loop_run(config, with_callbacks=True)
+    rows += loop_rows("+ callback subscriber", listened, timer)
+    rows.append(Row("callback subscriber: messages it got (a count)", counts["commands"] + counts["joint_states"],
+                    note=f"{counts['commands']} commands, {counts['joint_states']} joint states"))
     rows.append(Row("process start -> first command, warm cache", warm * 1e6, note=f"= {warm:.2f} s"))
     rows.append(Row("process start -> first command, empty cache", cold * 1e6, note=f"= {cold:.2f} s"))
     return rows
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "bare-timer":
-        bare_timer(float(sys.argv[2]))
+    modes = {"bare-timer": bare_timer, "listener": listener, "callback-subscriber": callback_subscriber}
+    if len(sys.argv) > 1 and sys.argv[1] in modes:
+        modes[sys.argv[1]](float(sys.argv[2]))
     elif len(sys.argv) > 1 and sys.argv[1] == "first-command":
         first_command(sys.argv[2])
     else:

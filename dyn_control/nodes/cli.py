@@ -83,10 +83,11 @@ def bringup(config, duration=None, monitor=None):
         print(f"bringup: skipping the other nodes of {os.path.basename(config)}: {', '.join(others)}")
     stop = threading.Event()
     previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGINT, signal.SIGTERM)}
-    children = [_NodeProcess(namespace, name, config) for namespace, name in found]
     context = rclpy.Context()
     rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("dyn_control_bringup", context=context)
+    # the node processes start after this process's participant: their first announcements find it
+    children = [_NodeProcess(namespace, name, config) for namespace, name in found]
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name="bringup executor", daemon=True)
@@ -101,12 +102,12 @@ def bringup(config, duration=None, monitor=None):
             monitor.start(node)
             status = _StatusThread(monitor, phase)
             status.start()
-        controllers_last = sorted(children, key=lambda child: child.kind == "controller")
-        for child in controllers_last:
-            if not child.transition("configure", stop, children):
-                return 130 if stop.is_set() else 1
-        for child in reversed(controllers_last):
-            if not child.transition("activate", stop, children):
+        # configure all at once (each in its process), then activate the controllers first, so that
+        # they listen when the simulators start publishing
+        controllers = [child for child in children if child.kind == "controller"]
+        simulators = [child for child in children if child.kind != "controller"]
+        for group, step in ((children, "configure"), (controllers, "activate"), (simulators, "activate")):
+            if not transition(group, step, children, stop):
                 return 130 if stop.is_set() else 1
         phase.update(name="run", since=time.monotonic())
         deadline = None if duration is None else time.monotonic() + duration
@@ -122,9 +123,8 @@ def bringup(config, duration=None, monitor=None):
             code = 130
     finally:
         phase.update(name="stop", since=time.monotonic())
-        for child in children:
-            if child.kind == "controller" and child.state == "active":
-                child.transition("deactivate")
+        transition([child for child in children if child.kind == "controller" and child.state == "active"],
+                   "deactivate", children)
         if status is not None:
             status.stop()
             monitor.stop()
@@ -158,35 +158,6 @@ class _NodeProcess:
         from lifecycle_msgs.srv import ChangeState
         self.client = node.create_client(ChangeState, f"{self.path}/change_state")
 
-    def transition(self, transition, stop=None, children=()):
-        """Request a lifecycle transition and wait for its answer (configure: up to
-        CONFIGURE_TIMEOUT, it compiles the kernels the first time). False when it fails, a node
-        process of `children` (or this one) dies first, or `stop` is set."""
-        from lifecycle_msgs.msg import Transition
-        from lifecycle_msgs.srv import ChangeState
-        request = ChangeState.Request()
-        request.transition.id = getattr(Transition, f"TRANSITION_{transition.upper()}")
-        deadline = time.monotonic() + (CONFIGURE_TIMEOUT if transition == "configure" else TRANSITION_TIMEOUT)
-        future = None
-        while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
-            dead = [child.name for child in (self, *children) if child.process.poll() is not None]
-            if dead:
-                print(f"bringup: {', '.join(dead)} exited before {self.name} could {transition}", file=sys.stderr)
-                return False
-            if future is None:
-                if self.client.wait_for_service(timeout_sec=0.05):
-                    future = self.client.call_async(request)
-            elif future.done():
-                if future.result().success:
-                    self.state = {"configure": "inactive", "activate": "active"}.get(transition, "inactive")
-                    return True
-                break
-            else:
-                time.sleep(0.01)
-        if stop is None or not stop.is_set():
-            print(f"bringup: {self.name} failed to {transition} (see its log above)", file=sys.stderr)
-        return False
-
     def end(self, timeout=5.0):
         """SIGINT (the node deactivates itself, publishing its safe command), then SIGKILL."""
         if self.process.poll() is None:
@@ -196,6 +167,37 @@ class _NodeProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def transition(nodes, transition, everyone, stop=None):
+    """Request a lifecycle transition of every node of `nodes` at once and wait for the answers
+    (configure: up to CONFIGURE_TIMEOUT, it compiles the kernels the first time). False when one
+    fails, a node process of `everyone` dies first, or `stop` is set."""
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+    request = ChangeState.Request()
+    request.transition.id = getattr(Transition, f"TRANSITION_{transition.upper()}")
+    deadline = time.monotonic() + (CONFIGURE_TIMEOUT if transition == "configure" else TRANSITION_TIMEOUT)
+    pending = {child: None for child in nodes}      # child -> its request's future
+    while pending and time.monotonic() < deadline and not (stop is not None and stop.is_set()):
+        dead = [child.name for child in everyone if child.process.poll() is not None]
+        if dead:
+            print(f"bringup: {', '.join(dead)} exited during {transition}", file=sys.stderr)
+            return False
+        for child, future in list(pending.items()):
+            if future is None:
+                if child.client.service_is_ready():
+                    pending[child] = child.client.call_async(request)
+            elif future.done():
+                if not future.result().success:
+                    print(f"bringup: {child.name} failed to {transition} (see its log above)", file=sys.stderr)
+                    return False
+                child.state = "active" if transition == "activate" else "inactive"
+                del pending[child]
+        time.sleep(0.02)
+    if pending and (stop is None or not stop.is_set()):
+        print(f"bringup: no answer to {transition} from {', '.join(c.name for c in pending)}", file=sys.stderr)
+    return not pending
 
 
 def _end_with_parent():

@@ -89,8 +89,8 @@ PARAMETERS = (
           "as Franka and UR do: commands leave it out)"),
     Param("realtime.priority", 0, "integer", "activate", "SCHED_FIFO priority of the loop thread (0: off)"),
     Param("realtime.cpu", -1, "integer", "activate",
-          "CPU the loop thread is pinned to (-1: the last CPU when the process may use 2 or more, else any; "
-          "-2: no pinning)"),
+          "CPU the loop thread is pinned to (-1: the last CPU when the process may use 2 or more, else any, "
+          "with the node's other threads moved off it; -2: no pinning)"),
     Param("realtime.spin_us", 200.0, "number", "activate",
           "the loop thread spins (instead of sleeping) this long before each deadline [us]"),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
@@ -413,7 +413,8 @@ class ControllerNode(LoopNode):
         cpu = values["realtime.cpu"]
         self.loop = RealtimeLoop("dyn_controller loop", 1.0 / values["rate_hz"], self._tick,
                                  priority=values["realtime.priority"], cpu=default_cpu() if cpu == -1 else cpu,
-                                 spin=values["realtime.spin_us"] * 1e-6, warn=self.get_logger().warning,
+                                 exclusive=cpu == -1, spin=values["realtime.spin_us"] * 1e-6,
+                                 warn=self.get_logger().warning,
                                  on_error=self._on_loop_error)
 
     # ---------------------------------------------------------------- the loop

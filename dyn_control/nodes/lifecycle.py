@@ -73,7 +73,8 @@ def spin(node_class, args=None):
     node = node_class()
     executor = MultiThreadedExecutor()
     executor.add_node(node)
-    threading.Thread(target=executor.spin, name="executor", daemon=True).start()
+    spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
+    spinner.start()
     if node.get_parameter("autostart").value:
         # on a thread of its own, so that a signal during a long first configure (Numba compiling)
         # ends the process at once
@@ -84,6 +85,7 @@ def spin(node_class, args=None):
         node.trigger_deactivate()
     node._stop_loop()
     executor.shutdown(timeout_sec=1.0)
+    spinner.join(1.0)
     node.destroy_node()
     rclpy.try_shutdown()
 

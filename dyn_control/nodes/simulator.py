@@ -64,6 +64,9 @@ PARAMETERS = (
     Param("wait_for_command", True, "bool", "activate", "hold the robot still until the first command"),
     Param("gravity_compensation", "controller", "string", "configure",
           "controller (commands are the joint torques) | robot (the simulated robot adds g(q) to every command)"),
+    Param("realtime.cpu", -2, "integer", "configure",
+          "CPU the simulation thread is pinned to (-2: no pinning; on a 2-core machine 0 leaves the last "
+          "CPU to the controller's loop)"),
     Param("max_catch_up", 5, "integer", "configure",
           "periods the loop may fall behind and catch up back to back; beyond, the backlog is dropped"),
     Param("external_wrench.schedule.start", [], "numbers", "configure", "start times [s] of scheduled wrenches"),
@@ -138,7 +141,7 @@ class SimulatorNode(LoopNode):
         result = super().on_activate(state)
         self.state = "active"
         self.loop = RealtimeLoop("dyn_simulator loop", c.sim.dt, self._tick, catch_up=True,
-                                 max_lag=c.max_catch_up * c.sim.dt, warn=self.get_logger().warning,
+                                 max_lag=c.max_catch_up * c.sim.dt, cpu=c.cpu, warn=self.get_logger().warning,
                                  on_error=self._on_loop_error)
         self.loop.start()
         self.get_logger().info(f"simulating {c.model.name!r} ({c.backend}) at {1.0 / c.sim.dt:g} Hz"
@@ -159,6 +162,8 @@ class SimulatorNode(LoopNode):
         if values["gravity_compensation"] not in ("controller", "robot"):
             raise ValueError(f"parameter gravity_compensation: must be one of controller, robot, got "
                              f"{values['gravity_compensation']!r}")
+        if not -2 <= values["realtime.cpu"] <= 4096:
+            raise ValueError(f"parameter realtime.cpu: must be in [-2, 4096], got {values['realtime.cpu']!r}")
         if not 0 <= values["max_catch_up"] <= 1000:
             raise ValueError(f"parameter max_catch_up: must be in [0, 1000], got {values['max_catch_up']!r}")
 
@@ -186,6 +191,7 @@ class SimulatorNode(LoopNode):
         if c.gravity_by_robot and c.mapping is not None:
             raise ValueError("parameter gravity_compensation: robot is not simulated on a closed chain")
         c.max_catch_up = values["max_catch_up"]
+        c.cpu = values["realtime.cpu"]
         c.gravity_data = model.create_data()
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
         if c.mapping is None:

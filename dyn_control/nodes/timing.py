@@ -63,9 +63,12 @@ def reduce_timer_slack():
         return False
 
 
-def apply_realtime(priority, cpu, warn):
+def apply_realtime(priority, cpu, warn, exclusive=False):
     """SCHED_FIFO `priority` (0: leave the scheduler alone) and affinity to `cpu` (-1: any) for the
-    calling thread, best effort: each refusal is reported through warn(message)."""
+    calling thread, best effort: each refusal is reported through warn(message). With `exclusive`,
+    the process's other threads (executor, DDS) move to its other CPUs, so that they never preempt
+    the calling thread (threads they start later inherit their affinity). Returns
+    (moved thread ids, their affinity before) for restore_affinity()."""
     if priority > 0:
         try:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
@@ -74,9 +77,31 @@ def apply_realtime(priority, cpu, warn):
                  "scheduler (grant CAP_SYS_NICE or an rtprio limit, e.g. in /etc/security/limits.conf)")
     if cpu >= 0:
         try:
+            others = os.sched_getaffinity(0) - {cpu}
             os.sched_setaffinity(0, {cpu})
         except (OSError, AttributeError, ValueError) as error:
             warn(f"realtime.cpu {cpu}: affinity refused ({error}); running on any CPU")
+            return [], set()
+        if exclusive and others:
+            me, moved = threading.get_native_id(), []
+            for task in map(int, os.listdir("/proc/self/task")):
+                if task != me:
+                    try:
+                        os.sched_setaffinity(task, others)
+                        moved.append(task)
+                    except OSError:
+                        pass    # the thread ended meanwhile
+            return moved, others | {cpu}
+    return [], set()
+
+
+def restore_affinity(moved, affinity):
+    """Undo the exclusive part of apply_realtime (when the loop stops)."""
+    for task in moved:
+        try:
+            os.sched_setaffinity(task, affinity)
+        except OSError:
+            pass
 
 
 def default_cpu():
@@ -143,7 +168,7 @@ class RealtimeLoop:
     `error`."""
 
     def __init__(self, name, period, tick, *, catch_up=False, max_lag=0.05, priority=0, cpu=-1,
-                 spin=SPIN_MARGIN, warn=print, on_error=None):
+                 exclusive=False, spin=SPIN_MARGIN, warn=print, on_error=None):
         if not period > 0.0:
             raise ValueError(f"period must be > 0, got {period!r}")
         self.name = name
@@ -153,6 +178,7 @@ class RealtimeLoop:
         self.max_lag = max_lag
         self.priority = priority
         self.cpu = cpu
+        self.exclusive = exclusive
         self.spin = spin
         self.warn = warn
         self.on_error = on_error
@@ -178,7 +204,7 @@ class RealtimeLoop:
             self._thread = None
 
     def _run(self):
-        apply_realtime(self.priority, self.cpu, self.warn)
+        moved, affinity = apply_realtime(self.priority, self.cpu, self.warn, self.exclusive)
         reduce_timer_slack()
         stats, period, stop, spin = self.stats, self.period, self._stop, self.spin
         pause_gc()
@@ -208,3 +234,4 @@ class RealtimeLoop:
                 self.on_error(error)
         finally:
             resume_gc()
+            restore_affinity(moved, affinity)
