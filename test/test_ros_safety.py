@@ -217,6 +217,52 @@ def test_stale_joint_states_switch_to_safe_mode_and_back(active):
     assert_all_close(injector.commands_for(0.3), computed_torque(), "back to computed torque")
 
 
+def test_stamps_that_jump_back_become_a_new_time_base_after_the_watchdog(active):
+    """A simulator reset: joint states go silent, then come back with stamps 1000 s earlier. Before
+    the watchdog trips they are rejected as old; after it, the controller takes the new time base
+    and leaves safe mode."""
+    controller, injector = active
+
+    def reset_clock():
+        msg = state()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns() - 1000 * 10 ** 9, 10 ** 9)
+        return msg
+    injector.message = None
+    time.sleep(WATCHDOG + 0.1)
+    assert_all_close(injector.commands_for(0.2), gravity_and_damping(), "safe mode after the silence")
+    injector.message = reset_clock
+    time.sleep(0.1)
+    assert_all_close(injector.commands_for(0.3), computed_torque(), "computed torque on the new time base")
+    assert controller.counters()["watchdog trips"] >= 1
+
+
+def test_diagnostics_with_sim_time_and_no_clock():
+    """use_sim_time without a /clock publisher: ROS time stands still, the diagnostics do not."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        controller = ControllerNode("sim_time_controller", context=context,
+                                    parameter_overrides=[Parameter("use_sim_time", value=True)])
+        listener = rclpy.create_node("diagnostics_listener", context=context)
+        diagnostics = qos.PolledSubscription(listener, DiagnosticArray, "/diagnostics", qos.recording(100))
+        executor = MultiThreadedExecutor(context=context)
+        executor.add_node(controller)
+        executor.add_node(listener)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        deadline, seen = time.monotonic() + 6.0, 0
+        while time.monotonic() < deadline and seen < 2:
+            seen += sum(1 for array in drain(diagnostics) for status in array.status
+                        if status.name.startswith("sim_time_controller"))
+            time.sleep(0.1)
+        executor.shutdown()
+        controller.destroy_node()
+        listener.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    assert seen >= 2, f"{seen} diagnostics in 6 s"
+
+
 def test_safe_mode_zero(active):
     _, injector = active
     assert all(r.successful for r in injector.set_parameters(safe_mode="zero"))

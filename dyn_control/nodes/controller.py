@@ -473,6 +473,7 @@ class ControllerNode(LoopNode):
         c = self._configured
         messages = c.joint_states.take_all_raw()
         now_ns = time.time_ns()
+        c.reader.new_time_base = c.safe    # stamps that jumped back count once the watchdog tripped
         for raw in reversed(messages):
             if c.reader.read(raw, now_ns) == ACCEPTED:
                 return True
@@ -491,7 +492,12 @@ class ControllerNode(LoopNode):
             reset, dt = True, 0.0
         else:
             dt = (reader.stamp - c.previous_stamp) * 1e-9
-            reset = dt > c.watchdog_timeout    # after a gap the momentum balance starts over
+            reset = not 0.0 < dt <= c.watchdog_timeout   # after a gap the momentum balance starts over
+            if dt <= 0.0:
+                # a new time base (a simulator reset): the reference goes on from where it was
+                c.start_stamp = reader.stamp - (c.previous_stamp - c.start_stamp)
+                self.get_logger().warning(f"joint-state stamps jumped back by {-dt:.3f} s: new time base, "
+                                          "the reference continues from where it was")
         if c.mapping is None:
             c.s[T.S_NEW_SAMPLE] = 1.0
             c.s[T.S_RESET] = reset

@@ -6,7 +6,8 @@ A sensor_msgs/JointState is accepted only when
   counting),
 - position and velocity have one entry per name (effort: one per name, or none),
 - the model joints' positions and velocities are finite,
-- its stamp is newer than the last accepted one (a zero stamp means "now").
+- its stamp is newer than the last accepted one (a zero stamp means "now"), unless the caller
+  accepts a new time base (`new_time_base`: stamps that jumped back, as after a Gazebo reset).
 Anything else is rejected, counted, and leaves the last accepted sample in place. Effort is
 optional: missing or non-finite, the sample simply has no measured effort.
 """
@@ -40,6 +41,7 @@ class JointStateReader:
         self.q, self.v, self.effort = q, v, effort
         self.has_effort = False
         self.stamp = None             # [ns] of the accepted sample, None before the first
+        self.new_time_base = False    # accept an older stamp (after the watchdog: a simulator reset)
         self.rejected = 0
         self.last_rejection = ""
         self._names_block = np.zeros(0, dtype=np.uint8)   # raw name list the index belongs to
@@ -76,7 +78,7 @@ class JointStateReader:
         if status == wire.JS_NON_FINITE:
             return self.reject("non-finite position or velocity")
         stamp = meta[wire.META_SEC] * 1_000_000_000 + meta[wire.META_NANOSEC] or now_ns
-        if self.stamp is not None and stamp <= self.stamp:
+        if self.stamp is not None and stamp <= self.stamp and not self.new_time_base:
             return self.reject("stamp not newer than the last joint state's")
         self.q[:] = self._q
         self.v[:] = self._v

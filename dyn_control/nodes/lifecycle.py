@@ -5,6 +5,7 @@ import threading
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
@@ -26,7 +27,9 @@ class LoopNode(LifecycleNode):
         self.loop = None
         self._configured = None              # objects of a configured node (see _build)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", qos.STATE)
-        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
+        # a steady clock: diagnostics go on with use_sim_time and no /clock (a paused simulation)
+        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics,
+                                                    clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def on_cleanup(self, state):
         self._destroy_entities()
