@@ -1,0 +1,97 @@
+"""A safe stop, as `ros2 launch` stops the nodes: each node in its own process (`ros2 run`'s
+`python -m dyn_control.nodes.<node>` with autostart), ended by SIGINT.
+
+The simulator is stopped first, so that the controller's last joint state is the simulator's last
+/joint_states message (recorded here); then SIGINT to the controller must leave, as the last
+command on the command topic, the safe command at that state, g(q) - D v clipped to the effort
+limits (Pinocchio), with exit code 0 and no traceback. A SIGINT during the first configure (the
+Numba kernels compiling into an empty cache) ends the process within seconds.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import rclpy
+import ros_harness  # noqa: F401  (this process's own ROS domain)
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+import dyn_control as dc
+from dyn_control.nodes import qos
+from ros_harness import write_parameter_file
+
+pytestmark = pytest.mark.ros
+
+URDF = dc.bundled_urdf("arm7")
+Q0 = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+DAMPING = 2.0
+
+
+def start(kind, params, env=None):
+    return subprocess.Popen([sys.executable, "-m", f"dyn_control.nodes.{kind}", "--ros-args", "--params-file",
+                             params], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def end(process, timeout=10.0):
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out + err
+
+
+def test_sigint_leaves_the_safe_command_and_exits_cleanly(tmp_path):
+    params = write_parameter_file(tmp_path / "params.yaml", {
+        "dyn_controller": {"urdf_path": URDF, "autostart": True, "reference.type": "sine",
+                           "reference.amplitude": 0.2, "safe_mode_damping": DAMPING},
+        "dyn_simulator": {"urdf_path": URDF, "autostart": True, "initial_positions": Q0}})
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("stop_watcher", context=context)
+    commands = qos.PolledSubscription(node, Float64MultiArray, "/effort_controller/commands", qos.recording(5000))
+    states = qos.PolledSubscription(node, JointState, "/joint_states", qos.recording(5000))
+    controller = start("controller", params)
+    simulator = start("simulator", params)
+    try:
+        received, last_state = [], None
+        deadline = time.monotonic() + 120.0
+        while len(received) < 500 and time.monotonic() < deadline:
+            received += [m.data for m in iter(commands.take, None)]
+            time.sleep(0.05)
+        assert len(received) >= 500, "the loop never closed"
+        sim_code, sim_output = end(simulator)
+        time.sleep(0.3)          # the controller goes to safe mode on the last joint state
+        while (msg := states.take()) is not None:
+            last_state = msg
+        code, output = end(controller)
+        time.sleep(0.2)
+        received += [m.data for m in iter(commands.take, None)]
+    finally:
+        for process in (controller, simulator):
+            if process.poll() is None:
+                process.kill()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert (code, sim_code) == (0, 0), output + sim_output
+    assert "Traceback" not in output and "Traceback" not in sim_output, output + sim_output
+    model = pin.buildModelFromUrdf(URDF)
+    q, v = np.array(last_state.position), np.array(last_state.velocity)
+    limits = np.asarray(dc.load_urdf(URDF).effort_limit)
+    safe = np.clip(pin.computeGeneralizedGravity(model, model.createData(), q) - DAMPING * v, -limits, limits)
+    np.testing.assert_allclose(received[-1], safe, rtol=1e-9, atol=1e-9)
+
+
+def test_sigint_during_the_first_configure_ends_the_process_promptly(tmp_path):
+    params = write_parameter_file(tmp_path / "params.yaml", {"dyn_controller": {"urdf_path": URDF, "autostart": True}})
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "empty_cache"))
+    controller = start("controller", params, env)
+    time.sleep(3.0)          # configuring: the kernels compile for tens of seconds into the empty cache
+    assert controller.poll() is None
+    signalled = time.monotonic()
+    code, output = end(controller, timeout=30.0)
+    assert time.monotonic() - signalled < 5.0, "SIGINT took longer than launch's 5 s before SIGTERM"
+    assert code == 0, output
+    assert "Traceback" not in output, output
