@@ -1,11 +1,13 @@
 """Controller and simulator, as `dyn-control bringup` starts them, under ros2 launch.
 
-    ros2 launch dyn_control bringup.launch.py [config:=/path/to/params.yaml]
+    ros2 launch dyn_control bringup.launch.py [config:=/path/to/params.yaml] [namespace:=robot1] \
+        [joint_states_topic:=/joint_states]
 
 Both nodes are lifecycle nodes: this file configures them at start-up and activates each one once it
 is inactive (the simulator holds the robot still until the controller's first command, so the order
 does not matter). config: a ROS 2 parameter file with `dyn_controller` and `dyn_simulator` entries;
-default: the package's config/demo.yaml.
+default: the package's config/demo.yaml. namespace: of both nodes; joint_states_topic: remaps
+/joint_states for both (the command topic is the `command_topic` parameter of both, in config).
 """
 import os
 
@@ -35,13 +37,18 @@ def lifecycle_autostart(node):
 
 def generate_launch_description():
     config = LaunchConfiguration("config")
+    namespace = LaunchConfiguration("namespace")
+    remappings = [("/joint_states", LaunchConfiguration("joint_states_topic"))]
     controller = LifecycleNode(package="dyn_control", executable="controller", name="dyn_controller",
-                               namespace="", parameters=[config], output="screen")
+                               namespace=namespace, parameters=[config], remappings=remappings, output="screen")
     simulator = LifecycleNode(package="dyn_control", executable="simulator", name="dyn_simulator",
-                              namespace="", parameters=[config], output="screen")
+                              namespace=namespace, parameters=[config], remappings=remappings, output="screen")
     return LaunchDescription([
         DeclareLaunchArgument("config", default_value=os.path.join(config_dir(), "demo.yaml"),
                               description="ROS 2 parameter file for dyn_controller and dyn_simulator"),
+        DeclareLaunchArgument("namespace", default_value="", description="namespace of both nodes"),
+        DeclareLaunchArgument("joint_states_topic", default_value="/joint_states",
+                              description="the joint-state topic of both nodes"),
         controller,
         simulator,
         *lifecycle_autostart(controller),

@@ -4,7 +4,7 @@
         [initial_positions:="0 -0.785 0 -2.356 0 1.571 0.785"] [world:=empty.sdf]
 
 Needs (not installable on a plain Python machine, hence untested here): ros_gz_sim, ros_gz_bridge,
-gz_ros2_control, controller_manager, joint_state_broadcaster, effort_controllers,
+gz_ros2_control, controller_manager, joint_state_broadcaster, forward_command_controller,
 robot_state_publisher (e.g. `apt install ros-$ROS_DISTRO-gz-ros2-control ros-$ROS_DISTRO-ros2-controllers`).
 
 What it starts:
@@ -13,7 +13,8 @@ What it starts:
    position/velocity/effort state interfaces for the controlled joints) and the gz_ros2_control
    plugin, whose controller_manager reads `config` (dyn_control.nodes.gazebo.with_gz_ros2_control);
 3. the robot spawned from /robot_description, then the spawners of joint_state_broadcaster and
-   effort_controller (effort_controllers/JointGroupEffortController on /effort_controller/commands);
+   effort_controller (forward_command_controller/ForwardCommandController, interface effort, on
+   /effort_controller/commands);
 4. dyn_controller (controller.launch.py) with use_sim_time, configured and activated.
 `config` holds all of it: controller_manager, effort_controller and dyn_controller entries (see
 config/controller.yaml); the controlled joints are dyn_controller's `joints` (default: all movable).

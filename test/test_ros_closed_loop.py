@@ -34,26 +34,32 @@ TRACKING_START, NO_FORCE_START = 2.0, 1.0
 SETTLING = 0.5
 
 
-def parameters(robot, backend):
+def parameters(robot, backend, gravity="controller"):
     urdf, frame, q0 = ROBOTS[robot]
     controller = {
         "urdf_path": urdf, "rate_hz": 1000.0, "gains.kp": 400.0, "gains.kd": 40.0,
         "reference.type": "sine", "reference.amplitude": AMPLITUDE, "reference.frequency": FREQUENCY,
         "estimator.frame": frame, "estimator.gain": 50.0, "state_publish_period": 5,
+        "gravity_compensation": gravity,
     }
     simulator = {
         "urdf_path": urdf, "backend": backend, "rate_hz": 1000.0, "initial_positions": q0,
         "external_wrench.schedule.start": [PULSE_START], "external_wrench.schedule.end": [100.0],
         "external_wrench.schedule.frame": [frame], "external_wrench.schedule.force": FORCE,
+        "gravity_compensation": gravity,
     }
     return {"dyn_controller": controller, "dyn_simulator": simulator}
 
 
-@pytest.fixture(scope="module", params=[("arm7", "builtin"), ("ur5", "builtin"), ("arm7", "mujoco"),
-                                        ("ur5", "mujoco")], ids=lambda p: "-".join(p))
+# the last case: a robot that compensates gravity itself (as UR's torque interface does), simulated
+# by MuJoCo adding g(q) to every command
+@pytest.fixture(scope="module", params=[("arm7", "builtin", "controller"), ("ur5", "builtin", "controller"),
+                                        ("arm7", "mujoco", "controller"), ("ur5", "mujoco", "controller"),
+                                        ("ur5", "mujoco", "robot")], ids=lambda p: "-".join(p))
 def run(request, tmp_path_factory):
-    robot, backend = request.param
-    monitor = run_closed_loop(tmp_path_factory.mktemp(f"{robot}_{backend}"), parameters(robot, backend), RUN_TIME)
+    robot, backend, gravity = request.param
+    monitor = run_closed_loop(tmp_path_factory.mktemp(f"{robot}_{backend}_{gravity}"),
+                              parameters(robot, backend, gravity), RUN_TIME)
     r = monitor.recorder
     t0 = r.stamps("desired").min()
     applied_t = r.stamps("applied_wrench")

@@ -20,6 +20,7 @@ import yaml
 import dyn_control as dc
 from dyn_control.nodes import controller, simulator
 from dyn_control.nodes.cli import nodes_in_config
+from dyn_control.nodes.robot import check_forward_controller_joints, parameter_files
 from dyn_control.nodes.gazebo import GZ_PLUGIN_FILE, GZ_SYSTEM, with_gz_ros2_control
 from dyn_control.robots import config_dir
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.ros
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH_FILES = sorted(glob.glob(os.path.join(ROOT, "launch", "*.launch.py")))
-CONFIGS = ["demo.yaml", "controller.yaml"]
+CONFIGS = ["demo.yaml", "controller.yaml", "franka.yaml", "ur.yaml"]
 DECLARED = {"dyn_controller": {p.name for p in controller.PARAMETERS},
             "dyn_simulator": {p.name for p in simulator.PARAMETERS}}
 
@@ -94,6 +95,40 @@ def test_controller_yaml_drives_the_same_joints():
     joints = tree["dyn_controller"]["ros__parameters"]["joints"]
     assert tree["effort_controller"]["ros__parameters"]["joints"] == joints
     assert joints == list(dc.load_urdf(dc.bundled_urdf("arm7")).joint_names)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_configs_command_the_joints_their_forward_controller_drives(name):
+    path = os.path.join(config_dir(), name)
+    with open(path) as f:
+        parameters = yaml.safe_load(f)["dyn_controller"]["ros__parameters"]
+    check_forward_controller_joints(parameters.get("command_topic", "/effort_controller/commands"),
+                                    parameters.get("joints", []) or ["(every joint)"], [])
+    if parameters.get("joints"):
+        check_forward_controller_joints(parameters.get("command_topic", "/effort_controller/commands"),
+                                        parameters["joints"], [path])
+
+
+@pytest.mark.parametrize("name, topic, joints", [("franka.yaml", "/franka/joint_states", 7),
+                                                 ("ur.yaml", "/joint_states", 6)])
+def test_hardware_configs_leave_gravity_to_the_robot(name, topic, joints):
+    with open(os.path.join(config_dir(), name)) as f:
+        parameters = yaml.safe_load(f)["dyn_controller"]["ros__parameters"]
+    assert parameters["gravity_compensation"] == "robot"
+    assert parameters.get("joint_states_topic", "/joint_states") == topic
+    assert len(parameters["joints"]) == joints
+    controller.check_values({"gains.kp": [parameters["gains"]["kp"]], "gains.kd": [parameters["gains"]["kd"]],
+                             "gravity_compensation": "robot"})
+
+
+def test_a_forward_controller_with_other_joints_is_refused(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("effort_controller:\n  ros__parameters:\n    joints: [a, c, b]\n")
+    check_forward_controller_joints("/effort_controller/commands", ["a", "c", "b"], [str(path)])
+    check_forward_controller_joints("/other_controller/commands", ["a", "b", "c"], [str(path)])
+    with pytest.raises(ValueError, match=r"joints: effort_controller in .* commands the joints \['a', 'c', 'b'\]"):
+        check_forward_controller_joints("/effort_controller/commands", ["a", "b", "c"], [str(path)])
+    assert parameter_files(["x", "--ros-args", "--params-file", str(path), "-r", "a:=b"]) == [str(path)]
 
 
 def test_gazebo_urdf():

@@ -118,7 +118,7 @@ class ControllerTick:
         limits = np.array([model.effort_limit[model.joint_names.index(n)] for n in model.actuated_joints])
         f.effort_limit[:] = limits
         self.set_model(model)
-        self.model = model
+        f.s[S_CUTOFF_HZ] = 20.0      # the controller's default cutoff of the acceleration filter [Hz]
         self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
         self.twist_labels = [f"{joint}/{c}" for joint in model.joint_names for c in TWIST_COMPONENTS]
 
@@ -146,6 +146,20 @@ class ControllerTick:
 
     def tick(self):
         controller_tick(self.f.flat, self.f.offsets, self.i.flat, self.i.offsets)
+
+    def warm_up(self):
+        """Run the kernel once with every branch on, on these buffers, so Numba compiles it (or
+        loads it from its cache) now; then reset()."""
+        s = self.f.s
+        for flag in (S_ESTIMATE, S_RESET, S_GRADIENTS, S_TWIST, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST):
+            s[flag] = 1.0
+        s[S_DT] = 1e-3
+        self.tick()
+        s[S_RESET], s[S_NEW_SAMPLE] = 0.0, 1.0
+        self.tick()
+        for flag in (S_ESTIMATE, S_GRADIENTS, S_TWIST):
+            s[flag] = 0.0
+        self.reset()
 
     def reset(self):
         """No sample seen: estimators, windows, per-tick flags and the tracking-error sums cleared

@@ -2,13 +2,14 @@
 
     dyn-control bringup CONFIG.yaml [--duration S]
     dyn-control demo [--duration S] [--output DIR]
+    dyn-control compile
 
 bringup starts each node of a ROS 2 parameter file (the `node_name: ros__parameters: {...}` format
 that the launch files pass too) in a process of its own, as ros2 launch does (one interpreter
 cannot run two 1 kHz loops: one GIL), and drives their lifecycles through the lifecycle services
-from this process: configure every node (simulators first), then activate the controllers and
-then the simulators. At the end (--duration, Ctrl-C, SIGTERM) it deactivates the controllers
-first (each publishes its safe command), then the simulators, and ends the processes; a node
+from this process: configure every node at once, then activate the controllers and then the
+simulators. At the end (--duration, Ctrl-C, SIGTERM) it deactivates the controllers first (each
+publishes its safe command), then ends the processes (SIGINT: each deactivates itself); a node
 process that dies is reported and ends the bringup with exit code 1. The file reaches the nodes
 through rcl's own parser (`--ros-args --params-file CONFIG.yaml`), so wildcards (`/**`) and
 namespaces behave as under ros2 launch. Entries for other nodes (e.g. a controller_manager) are
@@ -17,6 +18,11 @@ skipped.
 demo is bringup of the bundled config/demo.yaml (7-DoF arm, builtin simulator, sine reference, a
 10 N force at the tool between 3 s and 6 s) with a live status line and, at the end, a plot of
 tracking and wrench estimation in demo_output/ and the loop's figures measured from outside.
+
+compile fills the Numba cache with every kernel the nodes' loops call, ahead of a first configure
+that would otherwise compile them (about a minute on a 2-core machine; a ros2 launch lifecycle
+request may time out meanwhile). The kernels do not depend on the robot (Numba compiles per
+argument type), so the bundled arm serves for all.
 
 DDS discovery stays on this machine: main() sets ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST unless the
 environment already sets it.
@@ -228,6 +234,34 @@ class _StatusThread:
             self.monitor.status(self.phase["name"], time.monotonic() - self.phase["since"])
 
 
+def compile_kernels():
+    """Compile (or load) every kernel of the controller's and the simulator's loops; prints the time."""
+    import numpy as np
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from ..control.tick import ControllerTick
+    from ..robots import bundled_urdf
+    from ..simulation.builtin import BuiltinSimulator
+    from ..urdf import load_urdf
+    from .inputs import JointStateReader
+    from .wire import parse_float64_array
+    start = time.perf_counter()
+    model = load_urdf(bundled_urdf("arm7"))
+    nv, frame = model.nv, model.frame_names[-1]
+    print(f"compiling the loops' kernels into the Numba cache ({os.environ.get('NUMBA_CACHE_DIR', 'next to the modules')})")
+    ControllerTick(model, np.arange(nv), frame, 2).warm_up()
+    simulator = BuiltinSimulator(model, 1e-3)
+    simulator.step(np.zeros(nv))
+    simulator.step(np.zeros(nv), np.zeros(6), frame)
+    sample = JointState(name=list(model.joint_names), position=[0.0] * nv, velocity=[0.0] * nv, effort=[0.0] * nv)
+    JointStateReader(model.joint_names, np.zeros(nv), np.zeros(nv), np.zeros(nv)).read(serialize_message(sample), 1)
+    parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8), np.zeros(1))
+    print(f"done in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
 def main(argv=None):
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     parser = argparse.ArgumentParser(prog="dyn-control", description=__doc__.split("\n\n")[0])
@@ -236,6 +270,8 @@ def main(argv=None):
     up.add_argument("config", help="parameter YAML (node_name: ros__parameters: ...)")
     up.add_argument("--duration", type=float, default=None, help="seconds to run after activation "
                     "(default: until Ctrl-C)")
+    commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (once, ahead of a "
+                        "first configure)")
     demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm")
     demo_args.add_argument("--duration", type=float, default=10.0, help="seconds to run (default 10)")
     demo_args.add_argument("--output", default="demo_output", help="folder for the plot (default demo_output)")
@@ -244,6 +280,8 @@ def main(argv=None):
         if not os.path.isfile(args.config):
             parser.error(f"no such file: {args.config}")
         return bringup(os.path.abspath(args.config), args.duration)
+    if args.command == "compile":
+        return compile_kernels()
     from .demo import run_demo
     return run_demo(args.duration, args.output)
 

@@ -16,6 +16,7 @@ A closed chain (mapping.name) runs its computed torque in Python through the map
 Parameters, topics and safety rules: README.md, "ROS 2 nodes".
 """
 import math
+import sys
 import time
 
 import numpy as np
@@ -35,7 +36,8 @@ from .closed_chain import PARAMETER_PREFIX, node_mapping
 from .inputs import ACCEPTED, JointStateReader, reference_from_point
 from .lifecycle import LoopNode, spin
 from .params import Param
-from .robot import coordinate_effort_limits, joint_indices, load_robot, per_joint
+from .robot import (check_forward_controller_joints, coordinate_effort_limits, joint_indices, load_robot,
+                    parameter_files, per_joint)
 from .timing import RealtimeLoop, default_cpu
 from .wire import RawMessage, markers
 
@@ -51,6 +53,8 @@ PARAMETERS = (
           "controlled joints, the order of the command array (empty: every movable joint)"),
     Param("command_topic", "/effort_controller/commands", "string", "configure",
           "std_msgs/Float64MultiArray of efforts in `joints` order"),
+    Param("joint_states_topic", "/joint_states", "string", "configure",
+          "sensor_msgs/JointState of the robot (e.g. /franka/joint_states)"),
     Param("mapping.name", "", "string", "configure",
           "closed-chain mapping plugin (dc.load_mapping) of an equivalent-tree URDF; its keyword "
           "arguments as mapping.parameters.* (empty: a tree robot)"),
@@ -205,6 +209,8 @@ class ControllerNode(LoopNode):
                 raise ValueError(f"parameter joints: a closed chain is controlled at its active joints "
                                  f"{', '.join(mapping.active_joints)} (in any order), got {', '.join(joints)}")
         controlled = joint_indices(model, joints)
+        check_forward_controller_joints(values["command_topic"], [model.actuated_joints[i] for i in controlled],
+                                        parameter_files(sys.argv))
         frame = values["estimator.frame"] or model.frame_names[-1]
         model.frame_id(frame)    # ValueError naming an unknown frame
         nv = model.nv
@@ -249,7 +255,7 @@ class ControllerNode(LoopNode):
         c.twist_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/twist_gradient", qos.STATE)
         c.twist_labels_pub = self.create_publisher(String, "~/twist_labels", qos.LATCHED)
         c.estimate_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/inertial_parameters", qos.STATE)
-        c.joint_states = qos.PolledSubscription(self, JointState, "/joint_states", qos.SENSOR_DATA)
+        c.joint_states = qos.PolledSubscription(self, JointState, values["joint_states_topic"], qos.SENSOR_DATA)
         c.reference_sub = self.create_subscription(JointTrajectoryPoint, "~/reference", self._on_reference,
                                                    qos.STATE)
         self._build_messages()
@@ -306,15 +312,7 @@ class ControllerNode(LoopNode):
         c.reader.forget()
         self.warmup_progress = "compiling 2/2: the tick"
         if c.mapping is None:
-            s = c.s
-            for flag in (T.S_ESTIMATE, T.S_RESET, T.S_GRADIENTS, T.S_TWIST, T.S_WANT_WRENCH, T.S_WANT_GRADIENT,
-                         T.S_WANT_TWIST):
-                s[flag] = 1.0
-            s[T.S_DT] = 1e-3
-            c.tick_kernel.tick()
-            s[T.S_RESET], s[T.S_NEW_SAMPLE] = 0.0, 1.0
-            c.tick_kernel.tick()
-            c.tick_kernel.reset()
+            c.tick_kernel.warm_up()
         else:
             closed = c.mapping.reference_configuration
             self._closed_chain_torque(closed, np.zeros(c.model.nv), c.tau)

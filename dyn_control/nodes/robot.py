@@ -2,6 +2,7 @@
 import os
 
 import numpy as np
+import yaml
 
 from ..robots import config_dir
 from ..urdf import load_urdf
@@ -68,3 +69,30 @@ def per_joint(name, values, n, default=None):
     if len(values) not in (1, n):
         raise ValueError(f"parameter {name}: expected one number or {n} (one per joint), got {len(values)}")
     return np.array(np.broadcast_to(np.asarray(values, dtype=np.float64), (n,)))
+
+
+def parameter_files(argv):
+    """The files of every `--params-file FILE` in a command line (what ros2 launch and bringup pass)."""
+    return [argv[k + 1] for k in range(len(argv) - 1) if argv[k] == "--params-file"]
+
+
+def check_forward_controller_joints(command_topic, joints, files):
+    """ValueError when a parameter file of `files` configures the ros2_control controller that
+    listens on `command_topic` (`/<name>/commands`) with other joints, or another order, than
+    `joints` (the command array's order)."""
+    parts = command_topic.strip("/").split("/")
+    if len(parts) < 2 or parts[-1] != "commands":
+        return
+    name = parts[-2]
+    for path in files:
+        try:
+            with open(path) as f:
+                tree = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        entry = tree.get(name) or tree.get("/" + name) or {}
+        theirs = (entry.get("ros__parameters") or {}).get("joints") if isinstance(entry, dict) else None
+        if theirs is not None and list(theirs) != list(joints):
+            raise ValueError(f"parameter joints: {name} in {path} commands the joints {list(theirs)}, but this "
+                             f"controller sends efforts for {list(joints)} on {command_topic} (same joints, same "
+                             "order needed)")

@@ -306,7 +306,7 @@ class SimulatorNode(LoopNode):
         else:
             tau[:] = c.command
         if c.gravity_by_robot:
-            tau += gravity(c.model, c.gravity_data, c.sim.q)
+            tau += gravity(c.model, c.gravity_data, np.array(c.sim.q))   # MuJoCo's q is read-only
         if applied is None:
             c.sim.step(tau)
         else:
