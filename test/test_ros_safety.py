@@ -263,6 +263,30 @@ def test_diagnostics_with_sim_time_and_no_clock():
     assert seen >= 2, f"{seen} diagnostics in 6 s"
 
 
+def test_bad_trajectories_are_refused_and_counted(active):
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory
+    controller, injector = active
+    publisher = injector.node.create_publisher(JointTrajectory, "/dyn_controller/joint_trajectory", 10)
+
+    def trajectory(names, times, positions):
+        msg = JointTrajectory(joint_names=names)
+        for t, p in zip(times, positions):
+            msg.points.append(JointTrajectoryPoint(positions=p, time_from_start=Duration(sec=t)))
+        return msg
+    bad = [trajectory(["bogus_joint"], [1], [[0.0]]), trajectory([JOINTS[0]], [2, 1], [[0.0], [0.1]]),
+           trajectory([JOINTS[0]], [1], [[float("nan")]]), trajectory([JOINTS[0], JOINTS[1]], [1], [[0.0]])]
+    before = controller.counters()["rejected trajectories"]
+    time.sleep(0.3)      # discovery of the new publisher
+    for msg in bad:
+        publisher.publish(msg)
+    time.sleep(0.3)
+    assert controller.counters()["rejected trajectories"] == before + len(bad)
+    assert "~/joint_trajectory" in controller.counters()["last rejected reference or trajectory"]
+    assert_all_close(injector.commands_for(0.3), computed_torque(), "the hold goes on")
+    injector.node.destroy_publisher(publisher)
+
+
 def test_safe_mode_zero(active):
     _, injector = active
     assert all(r.successful for r in injector.set_parameters(safe_mode="zero"))

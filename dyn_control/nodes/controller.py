@@ -26,14 +26,15 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
-from trajectory_msgs.msg import JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..control import tick as T
 from ..control.adaptation import InertialAdaptation
 from ..control.computed_torque import SAFE_MODES, ComputedTorque, clamp_effort
+from ..control.trajectory import Trajectory, from_message
 from . import params, qos
 from .closed_chain import PARAMETER_PREFIX, node_mapping
-from .inputs import ACCEPTED, JointStateReader, reference_from_point
+from .inputs import ACCEPTED, JointStateReader, reference_from_point, stamp_ns
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .robot import (check_forward_controller_joints, coordinate_effort_limits, joint_indices, load_robot,
@@ -258,6 +259,8 @@ class ControllerNode(LoopNode):
         c.joint_states = qos.PolledSubscription(self, JointState, values["joint_states_topic"], qos.SENSOR_DATA)
         c.reference_sub = self.create_subscription(JointTrajectoryPoint, "~/reference", self._on_reference,
                                                    qos.STATE)
+        c.trajectory_sub = self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory,
+                                                    qos.STATE)
         self._build_messages()
         self._apply_live(values)
         self.get_logger().info(
@@ -336,8 +339,9 @@ class ControllerNode(LoopNode):
                 self.destroy_publisher(getattr(c, name))
         if hasattr(c, "joint_states"):
             c.joint_states.destroy(self)
-        if hasattr(c, "reference_sub"):
-            self.destroy_subscription(c.reference_sub)
+        for name in ("reference_sub", "trajectory_sub"):
+            if hasattr(c, name):
+                self.destroy_subscription(getattr(c, name))
 
     # ---------------------------------------------------------------- parameters
     def _apply_live(self, values):
@@ -375,9 +379,40 @@ class ControllerNode(LoopNode):
         c = self._configured
         try:
             c.reference_point = reference_from_point(msg, len(c.controlled))
+            c.trajectory = None
         except ValueError as error:
             c.rejected_references += 1
             c.last_rejection = str(error)
+
+    def _on_trajectory(self, msg):
+        """~/joint_trajectory: the reference from now on (control/trajectory.py); a refused one is
+        logged and counted, and the current motion goes on."""
+        c = self._configured
+        try:
+            if self.state != "active" or c.reader.stamp is None:
+                raise ValueError("the controller is not active with joint states yet")
+            now = (c.reader.stamp - c.start_stamp) * 1e-9
+
+            def reference_time(stamp):    # zero: now; a stamp in the past counts as now
+                ns = stamp_ns(stamp)
+                return now if ns == 0 else max(now, (ns - c.start_stamp) * 1e-9)
+            start, indices, times, positions, velocities, accelerations = from_message(
+                msg, c.controlled_names, reference_time)
+            old = c.trajectory
+            start_state = (c.q_d.copy(), c.v_d.copy(), c.a_d.copy())
+            if old is not None:
+                old.sample(start, *start_state)
+            new = Trajectory.through(start, start_state, c.controlled[indices], times, positions, velocities,
+                                     accelerations)
+            if old is not None and now < start < old.knots[-1]:
+                new = old.then(new)
+        except ValueError as error:
+            c.rejected_trajectories += 1
+            c.last_rejection = f"~/joint_trajectory: {error}"
+            self.get_logger().warning(f"~/joint_trajectory refused: {error}")
+            return
+        c.reference_point = None
+        c.trajectory = new
 
     # ---------------------------------------------------------------- activate
     def _start(self, values):
@@ -392,6 +427,7 @@ class ControllerNode(LoopNode):
         c.omega = 2.0 * math.pi * values["reference.frequency"]
         c.reference_point = None
         c.applied_point = None
+        c.trajectory = None
         c.start_stamp = None
         c.last_sample_time = None
         c.safe = False
@@ -438,7 +474,11 @@ class ControllerNode(LoopNode):
         gradient_phase = k % c.gradient_period if c.gradient_period else -1
         if c.mapping is None:
             s = c.s
-            if c.reference_point is not c.applied_point:
+            trajectory = c.trajectory
+            if trajectory is not None:
+                trajectory.sample(t, c.q_d, c.v_d, c.a_d)
+                s[T.S_POINT] = 1.0
+            elif c.reference_point is not c.applied_point:
                 self._apply_point()
             s[T.S_T] = t
             s[T.S_SAFE] = c.safe
@@ -560,8 +600,10 @@ class ControllerNode(LoopNode):
         (or the safe torque), finiteness fallback, clamp."""
         c = self._configured
         q, v, tau = c.q, c.v, c.tau
-        point = c.reference_point
-        if point is not None:
+        point, trajectory = c.reference_point, c.trajectory
+        if trajectory is not None:
+            trajectory.sample(t, c.q_d, c.v_d, c.a_d)
+        elif point is not None:
             c.q_d[c.controlled], c.v_d[c.controlled], c.a_d[c.controlled] = point
         else:
             sine, cosine = math.sin(c.omega * t), math.cos(c.omega * t)
@@ -640,7 +682,9 @@ class ControllerNode(LoopNode):
         """The rejection, fallback and safety counters of /diagnostics, by their keys there."""
         c = self._configured
         values = {"rejected joint states": c.reader.rejected, "rejected references": c.rejected_references,
-                  "last rejection": c.reader.last_rejection or c.last_rejection,
+                  "rejected trajectories": c.rejected_trajectories,
+                  "last rejected joint state": c.reader.last_rejection,
+                  "last rejected reference or trajectory": c.last_rejection,
                   "watchdog trips": c.watchdog_trips}
         if c.mapping is None:
             values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
@@ -697,6 +741,8 @@ class ControllerNode(LoopNode):
 class _Configured:
     """Everything a configured controller owns (a fresh one per configure)."""
     rejected_references = 0
+    rejected_trajectories = 0
+    trajectory = None
     last_rejection = ""
     watchdog_trips = 0
     non_finite_commands = 0
