@@ -458,3 +458,25 @@ def test_a_backlog_costs_one_parse(ros):
     assert len(parsed) == 1
     assert reader.stamp == start + 49_000
     np.testing.assert_allclose(reader.q, Q + 49e-3)
+
+
+def test_parameters_describe_their_ranges_and_refuse_values_outside():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = ControllerNode("described_controller", context=context)
+        rate = node.describe_parameter("rate_hz")
+        assert rate.floating_point_range[0].from_value == 1.0 and rate.floating_point_range[0].to_value == 10000.0
+        assert "control loop rate" in rate.description and "(read: activate)" in rate.description
+        assert node.describe_parameter("gradient.window").integer_range[0].to_value == 100000
+        result = node.set_parameters([Parameter("watchdog_timeout", value=100.0)])[0]
+        assert not result.successful and "out of range" in result.reason
+        node.destroy_node()
+        # a parameter file's value outside the range: the node is built, configure names the parameter
+        node = ControllerNode("out_of_range_controller", context=context, parameter_overrides=[
+            Parameter("urdf_path", value=URDF), Parameter("rate_hz", value=20000.0)])
+        node.trigger_configure()
+        assert node.state == "unconfigured"
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)

@@ -59,7 +59,7 @@ PARAMETERS = (
     Param("mapping.name", "", "string", "configure",
           "closed-chain mapping plugin (dc.load_mapping) of an equivalent-tree URDF; its keyword "
           "arguments as mapping.parameters.* (empty: a tree robot)"),
-    Param("rate_hz", 1000.0, "number", "activate", "control loop rate [Hz]"),
+    Param("rate_hz", 1000.0, "number", "activate", "control loop rate [Hz]", 1.0, MAX_RATE_HZ),
     Param("gains.kp", 400.0, "numbers", "live", "position gain [1/s^2], one number or one per joint"),
     Param("gains.kd", 40.0, "numbers", "live", "velocity gain [1/s], one number or one per joint"),
     Param("reference.type", "hold", "string", "activate",
@@ -75,8 +75,9 @@ PARAMETERS = (
           "damping of the Jacobian pseudo-inverse that maps torques to the wrench"),
     Param("estimator.compensation", False, "bool", "live",
           "subtract the estimated external torque from the command"),
-    Param("gradient.period", 100, "integer", "activate", "ticks between ~/parameter_gradient messages (0: off)"),
-    Param("gradient.window", 200, "integer", "configure", "samples in the gradient's sliding window"),
+    Param("gradient.period", 100, "integer", "activate", "ticks between ~/parameter_gradient messages (0: off)",
+          0, 1000000),
+    Param("gradient.window", 200, "integer", "configure", "samples in the gradient's sliding window", 1, 100000),
     Param("gradient.cutoff_hz", 20.0, "number", "configure", "low-pass cutoff of the acceleration estimate [Hz]"),
     Param("gradient.twist", True, "bool", "configure",
           "also publish ~/twist_gradient, the joint-twist block (about 25 us per joint state, 7 joints)"),
@@ -84,20 +85,21 @@ PARAMETERS = (
           "adapt the inertial parameters online (a bounded gradient step every gradient.period ticks)"),
     Param("adaptation.step_size", 2e-7, "number", "configure", "gradient step size in log-Cholesky coordinates"),
     Param("adaptation.max_step", 0.01, "number", "configure", "largest step norm per body and update"),
-    Param("watchdog_timeout", 0.05, "number", "live", "no valid joint state for this long [s] -> safe mode"),
+    Param("watchdog_timeout", 0.05, "number", "live", "no valid joint state for this long [s] -> safe mode",
+          0.001, 60.0),
     Param("safe_mode", "gravity", "string", "live", "safe-mode torque: gravity (g(q) - damping v) | zero"),
     Param("safe_mode_damping", 2.0, "numbers", "live", "safe-mode damping [N m s/rad], one or one per joint"),
     Param("state_publish_period", 10, "integer", "activate",
-          "ticks between ~/desired, ~/external_torque and ~/wrench_estimate messages"),
+          "ticks between ~/desired, ~/external_torque and ~/wrench_estimate messages", 1, 1000000),
     Param("gravity_compensation", "controller", "string", "configure",
           "who compensates gravity: controller (g(q) in every command) | robot (the robot adds g(q) itself, "
           "as Franka and UR do: commands leave it out)"),
-    Param("realtime.priority", 0, "integer", "activate", "SCHED_FIFO priority of the loop thread (0: off)"),
+    Param("realtime.priority", 0, "integer", "activate", "SCHED_FIFO priority of the loop thread (0: off)", 0, 99),
     Param("realtime.cpu", -1, "integer", "activate",
           "CPU the loop thread is pinned to (-1: the last CPU when the process may use 2 or more, else any, "
-          "with the node's other threads moved off it; -2: no pinning)"),
+          "with the node's other threads moved off it; -2: no pinning)", -2, 4096),
     Param("realtime.spin_us", 200.0, "number", "activate",
-          "the loop thread spins (instead of sleeping) this long before each deadline [us]"),
+          "the loop thread spins (instead of sleeping) this long before each deadline [us]", 0.0, 100000.0),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
 )
 
@@ -122,27 +124,21 @@ def check_values(values, njoints=None):
             if not values[name]:
                 raise ValueError(f"parameter {name}: needs one number or one per joint")
     checks = {
-        "rate_hz": lambda n: positive(n, MAX_RATE_HZ),
-        "watchdog_timeout": positive,
+
         "estimator.gain": positive,
         "estimator.damping": non_negative,
         "gradient.cutoff_hz": positive,
         "adaptation.step_size": positive,
         "adaptation.max_step": positive,
         "reference.frequency": non_negative,
-        "gradient.period": non_negative,
         "safe_mode": lambda n: choice(n, SAFE_MODES),
         "reference.type": lambda n: choice(n, REFERENCE_TYPES),
         "gravity_compensation": lambda n: choice(n, GRAVITY_MODES),
-        "realtime.spin_us": non_negative,
     }
     for name, check in checks.items():
         if name in values:
             check(name)
-    for name, low, high in (("gradient.window", 1, 100000), ("state_publish_period", 1, 1000000),
-                            ("realtime.priority", 0, 99), ("realtime.cpu", -2, 4096)):
-        if name in values and not low <= values[name] <= high:
-            raise ValueError(f"parameter {name}: must be in [{low}, {high}], got {values[name]!r}")
+    params.check_ranges(PARAMETERS, values)
     if njoints is not None:
         for name in ("gains.kp", "gains.kd", "safe_mode_damping", "reference.amplitude",
                      "reference.position"):

@@ -12,8 +12,8 @@ Each parameter has a phase, when its value is read:
 import math
 from dataclasses import dataclass
 
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import ParameterUninitializedException
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import InvalidParameterValueException, ParameterUninitializedException
 
 PHASES = ("live", "activate", "configure")
 
@@ -25,6 +25,8 @@ class Param:
     kind: str          # a key of COERCE
     phase: str
     description: str
+    low: float = None  # the range of a number or integer (both ends allowed), checked and described
+    high: float = None
 
 
 def _number(name, value):
@@ -78,10 +80,30 @@ COERCE = {"number": _number, "numbers": _numbers, "integer": _integer, "string":
 
 
 def declare(node, table):
-    """Declare every parameter of `table` on node (dynamic typing, description from the table)."""
+    """Declare every parameter of `table` on node: dynamic typing (the node checks types itself, so a
+    wrong type fails a transition instead of the node's construction), the description and phase,
+    and the range (FloatingPointRange / IntegerRange) that `ros2 param describe` shows and that
+    refuses an out-of-range set. A value from a parameter file outside the range is declared
+    without it, and configure then fails naming the parameter."""
     for p in table:
-        node.declare_parameter(p.name, p.default, ParameterDescriptor(
-            description=f"{p.description} (read: {p.phase})", dynamic_typing=True))
+        descriptor = ParameterDescriptor(description=f"{p.description} (read: {p.phase})", dynamic_typing=True)
+        if p.low is not None and p.kind == "integer":
+            descriptor.integer_range = [IntegerRange(from_value=int(p.low), to_value=int(p.high), step=1)]
+        elif p.low is not None:
+            descriptor.floating_point_range = [FloatingPointRange(from_value=float(p.low), to_value=float(p.high),
+                                                                  step=0.0)]
+        try:
+            node.declare_parameter(p.name, p.default, descriptor)
+        except InvalidParameterValueException:
+            descriptor.integer_range, descriptor.floating_point_range = [], []
+            node.declare_parameter(p.name, p.default, descriptor)
+
+
+def check_ranges(table, values):
+    """A ValueError naming the first parameter of `values` outside its table range."""
+    for p in table:
+        if p.low is not None and p.name in values and not p.low <= values[p.name] <= p.high:
+            raise ValueError(f"parameter {p.name}: must be in [{p.low:g}, {p.high:g}], got {values[p.name]!r}")
 
 
 def read(node, table, phases):
