@@ -38,8 +38,9 @@ class Model:
                  home_p, inertial_parameters, lower, upper, velocity_limit, effort_limit, damping,
                  friction, frame_names, frame_body, frame_R, frame_p, root_name,
                  coupling=None, coupling_offset=None, mimic_of=None, link_geometry=None,
-                 source_dir=None, gravity=(0.0, 0.0, -9.81), frame_aliases=None):
+                 source_dir=None, gravity=(0.0, 0.0, -9.81), frame_aliases=None, warnings=()):
         self.name = name
+        self.warnings = tuple(warnings)  # load_urdf's doubts about the file, one message each
         self.root_name = root_name
         self.joint_names = tuple(joint_names)
         self.body_names = tuple(body_names)  # the link each joint moves (body i's own frame)
@@ -157,7 +158,7 @@ class Model:
             frame_p=self.frame_p, root_name=self.root_name, coupling=self.coupling,
             coupling_offset=self.coupling_offset, mimic_of=self.mimic_of,
             link_geometry=self.link_geometry, source_dir=self.source_dir, gravity=self.gravity,
-            frame_aliases=self.frame_aliases)
+            frame_aliases=self.frame_aliases, warnings=self.warnings)
         fields.update(changes)
         return Model(**fields)
 

@@ -73,7 +73,7 @@ def random_state(model, rng, scale=1.0):
     """A random (q, v, a) inside the joint limits."""
     lo = np.where(np.isfinite(model.lower), model.lower, -np.pi)
     hi = np.where(np.isfinite(model.upper), model.upper, np.pi)
-    q = rng.uniform(lo, hi)
+    q = rng.uniform(np.minimum(lo, hi), np.maximum(lo, hi))  # a doubtful URDF may give them reversed
     if model.coupling is not None:
         q = q[[model.joint_names.index(n) for n in model.actuated_joints]]
     v = scale * rng.normal(size=model.nv)

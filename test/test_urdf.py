@@ -336,7 +336,8 @@ def test_mimic_of_a_missing_joint():
 
 
 # ----------------------------------------------------------------------------------------------
-# Bad URDFs: a URDFError (a ValueError) whose message names the element at fault
+# Bad URDFs: a URDFError (a ValueError) whose message names the element at fault (doubtful files,
+# loaded with warnings, and impossible values: test_urdf_tolerance.py)
 
 BAD_URDFS = {
     "cycle": (robot(link("a"), link("b"), joint("ab", "revolute", "a", "b"), joint("ba", "revolute", "b", "a")),
@@ -350,9 +351,6 @@ BAD_URDFS = {
         robot(link("a"), link("b"), link("c"), joint("ac", "revolute", "a", "c"), joint("bc", "revolute", "b", "c"),
               joint("ab", "revolute", "a", "b")), "'c'.*two joints"),
     "negative mass": (robot(link("a"), link("b", mass=-1.0), joint("j", "revolute", "a", "b")), "'b'.*mass"),
-    "inertia not positive definite": (
-        robot(link("a"), link("b").replace('ixx="0.02"', 'ixx="-0.5"'), joint("j", "revolute", "a", "b")),
-        "'b'.*positive semi-definite"),
     "zero axis": (robot(link("a"), link("b"), joint("j", "revolute", "a", "b", axis="0 0 0")), "'j'.*axis"),
     "floating joint": (robot(link("a"), link("b"), joint("j", "floating", "a", "b")), "'j'.*'floating'"),
     "planar joint": (robot(link("a"), link("b"), joint("j", "planar", "a", "b")), "'j'.*'planar'"),
@@ -360,9 +358,6 @@ BAD_URDFS = {
     "joint defined twice": (
         robot(link("a"), link("b"), link("c"), joint("j", "revolute", "a", "b"), joint("j", "revolute", "b", "c")),
         "'j'.*twice"),
-    "limits inverted": (
-        robot(link("a"), link("b"), joint("j", "revolute", "a", "b").replace('lower="-2" upper="2"',
-                                                                            'lower="1" upper="-1"')), "'j'.*limit"),
     "two roots": (robot(link("a"), link("b")), "root links.*a, b"),
     "no link": (robot(), "no <link>"),
     "not a robot": ('<model name="x"><link name="a"/></model>', "<robot>"),
