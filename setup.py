@@ -29,7 +29,7 @@ setup(
     python_requires=">=3.11",
     # The ROS 2 client library and message packages are deliberately absent: on a ROS 2 install they
     # come from the distribution, on a plain machine the Makefile installs the ros-* wheels.
-    install_requires=["numpy>=1.24", "scipy", "numba>=0.59", "urdf-parser-py>=0.0.4", "pyyaml"],
+    install_requires=["numpy>=1.24", "scipy", "numba>=0.59", "pyyaml"],
     extras_require={
         # inertia_from_link_meshes reads STL/OBJ (and DAE with pycollada) through trimesh
         "meshes": ["trimesh"],

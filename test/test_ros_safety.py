@@ -404,6 +404,24 @@ def test_bad_configuration_fails_configure_and_the_node_survives(ros, case, capf
         node.destroy_node()
 
 
+def test_a_doubtful_urdf_configures_and_its_warnings_are_logged(ros, capfd):
+    """Reversed joint limits load (as urdfdom loads them), with the model's warning in the log."""
+    _, _, context, executor = ros
+    urdf = open(URDF).read().replace('lower="-2.8973" upper="2.8973"', 'lower="2.8973" upper="-2.8973"', 1)
+    assert urdf != open(URDF).read()
+    node = ControllerNode("dyn_controller_doubtful", context=context,
+                          parameter_overrides=controller_parameters(robot_description=urdf))
+    executor.add_node(node)
+    try:
+        node.trigger_configure()
+        assert node.state == "inactive"
+        err = capfd.readouterr().err
+        assert "URDF: joint 'arm7_joint1'" in err and "above upper" in err, err
+    finally:
+        executor.remove_node(node)
+        node.destroy_node()
+
+
 def test_controlled_subset_in_the_order_of_joints(ros):
     """joints: [arm7_joint2, arm7_joint1]: the command has those two efforts in that order, per-joint
     gains follow the same order, the other joints get no feedback (their acceleration is zero)."""

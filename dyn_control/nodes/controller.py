@@ -194,6 +194,8 @@ class ControllerNode(LoopNode):
     # ---------------------------------------------------------------- configure
     def _build(self, values):
         model, _ = load_robot(values["robot_description"], values["urdf_path"])
+        for message in model.warnings:
+            self.get_logger().warning(f"URDF: {message}")
         mapping, joints = None, values["joints"]
         if values["mapping.name"]:
             if values["adaptation.enabled"]:

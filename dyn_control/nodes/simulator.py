@@ -169,6 +169,8 @@ class SimulatorNode(LoopNode):
 
     def _build(self, values):
         model, urdf = load_robot(values["robot_description"], values["urdf_path"])
+        for message in model.warnings:
+            self.get_logger().warning(f"URDF: {message}")
         c = _Configured()
         self._configured = c
         c.model = model
