@@ -200,7 +200,7 @@ def subtree_ends(parents):
 @njit(cache=True, nogil=True)
 def controller_tick(f, fo, ints, io):
     dims = field1(ints, io, DIMS, 4)
-    nb, window, frame_body, nc = dims[0], dims[1], dims[2], dims[3]
+    nb, frame_body, nc = dims[0], dims[2], dims[3]
     nv = nb
     npar = 10 * nb
     parents = field1(ints, io, PARENTS, nb)
