@@ -81,14 +81,15 @@ def bringup(config, duration=None, monitor=None):
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from .lifecycle import StopFlag
     found, others = nodes_in_config(config)
     if not found:
         print(f"{config}: no dyn_control node ({', '.join(NODE_TYPES)}) in this file", file=sys.stderr)
         return 2
     if others:
         print(f"bringup: skipping the other nodes of {os.path.basename(config)}: {', '.join(others)}")
-    stop = threading.Event()
-    previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopFlag()
+    previous = {number: signal.signal(number, stop.raise_) for number in (signal.SIGINT, signal.SIGTERM)}
     context = rclpy.Context()
     rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("dyn_control_bringup", context=context)

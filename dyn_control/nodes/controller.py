@@ -156,6 +156,7 @@ class ControllerNode(LoopNode):
 
     # ---------------------------------------------------------------- lifecycle
     def on_configure(self, state):
+        self.state = "configuring"
         try:
             values = params.read(self, PARAMETERS, params.PHASES)
             check_values(values)
@@ -164,6 +165,7 @@ class ControllerNode(LoopNode):
         except Exception as error:  # noqa: BLE001 - any failure fails the transition, the node lives
             self.get_logger().error(f"configure failed: {error}")
             self._destroy_entities()
+            self.state = "unconfigured"
             return TransitionCallbackReturn.FAILURE
         self.state = "inactive"
         return super().on_configure(state)

@@ -1,7 +1,10 @@
 """What the controller and the simulator nodes share: a lifecycle node with declared parameters, a
 loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, and the `main` of a console script."""
+import os
 import signal
+import sys
 import threading
+import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
@@ -61,18 +64,41 @@ class LoopNode(LifecycleNode):
             self.loop.stop()
 
 
+class StopFlag:
+    """Raised by a signal handler, polled by the main thread. A plain attribute and no lock: a
+    handler that takes a lock the interrupted main thread holds (threading.Event.set while the main
+    thread is in Event.wait) deadlocks."""
+
+    def __init__(self):
+        self.raised = False
+
+    def raise_(self, *_):
+        self.raised = True
+
+    def is_set(self):
+        return self.raised
+
+    def wait(self, timeout):
+        """Sleep until raised or `timeout` seconds have passed; returns whether it is raised."""
+        end = time.monotonic() + timeout
+        while not self.raised and (remaining := end - time.monotonic()) > 0.0:
+            time.sleep(min(0.02, remaining))
+        return self.raised
+
+
 def spin(node_class, args=None):
     """`ros2 run dyn_control <node>` (and each process of `dyn-control bringup`): spin one node,
     configured and activated at once when its `autostart` parameter is true.
 
     SIGINT and SIGTERM (Ctrl-C, ros2 launch stopping it) end the process cleanly: an active node
     is deactivated first (the controller publishes its safe command while the ROS context still
-    stands), then the node and the context are shut down; exit code 0. rclpy's own signal handler
-    is not installed: it would invalidate the context before the safe command goes out."""
+    stands), then the node and the context are shut down; exit code 0, at once even while a
+    transition (a first configure) still runs. rclpy's own signal handler is not installed: it
+    would invalidate the context before the safe command goes out."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
+    stop = StopFlag()
     for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: stop.set())
+        signal.signal(number, stop.raise_)
     node = node_class()
     executor = MultiThreadedExecutor()
     executor.add_node(node)
@@ -84,6 +110,12 @@ def spin(node_class, args=None):
         threading.Thread(target=_autostart, args=(node, stop), name="autostart", daemon=True).start()
     while not stop.wait(0.1):
         pass
+    if node.state == "configuring":
+        # a first configure compiling the kernels for a minute, in an executor thread that nothing
+        # can interrupt: nothing was ever commanded, leave at once
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     if node.state == "active":
         node.trigger_deactivate()
     node._stop_loop()

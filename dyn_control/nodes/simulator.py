@@ -119,6 +119,7 @@ class SimulatorNode(LoopNode):
 
     # ---------------------------------------------------------------- lifecycle
     def on_configure(self, state):
+        self.state = "configuring"
         try:
             values = params.read(self, PARAMETERS, params.PHASES)
             self._check(values)
@@ -126,6 +127,7 @@ class SimulatorNode(LoopNode):
         except Exception as error:  # noqa: BLE001 - any failure fails the transition, the node lives
             self.get_logger().error(f"configure failed: {error}")
             self._destroy_entities()
+            self.state = "unconfigured"
             return TransitionCallbackReturn.FAILURE
         self.state = "inactive"
         return super().on_configure(state)
