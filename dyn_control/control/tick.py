@@ -203,14 +203,9 @@ def controller_tick(f, fo, ints, io):
     nb, frame_body, nc = dims[0], dims[2], dims[3]
     nv = nb
     npar = 10 * nb
-    parents = field1(ints, io, PARENTS, nb)
     controlled = field1(ints, io, CONTROLLED, nc)
     s = field1(f, fo, S, NS)
-    screw_axes = field2(f, fo, SCREW_AXES, nb, 6)
-    home_R = field3(f, fo, HOME_R, nb, 3, 3)
-    home_p = field2(f, fo, HOME_P, nb, 3)
-    phi = field2(f, fo, PHI, nb, 10)
-    base_accel = field1(f, fo, BASE_ACCEL, 6)
+    parents, screw_axes, home_R, home_p, phi, base_accel = _model(f, fo, ints, io, nb)
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
     q_d = field1(f, fo, Q_D, nv)
@@ -329,6 +324,14 @@ def controller_tick(f, fo, ints, io):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _model(f, fo, ints, io, nb):
+    """Views of the model: parents, screw axes, home rotations and translations, inertial
+    parameters, base acceleration."""
+    return (field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+            field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), field1(f, fo, BASE_ACCEL, 6))
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _all_finite(x):
     for k in range(x.shape[0]):
         if not np.isfinite(x[k]):
@@ -358,10 +361,10 @@ def _reset_estimators(f, fo, ints, io):
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
     M = field2(f, fo, M_, nv, nv)
-    crba(field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
-         field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), q, field3(f, fo, R_, nb, 3, 3),
-         field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3), field2(f, fo, OP, nb, 3),
-         field2(f, fo, OS, nb, 6), field2(f, fo, PHI_COMPOSITE, nb, 10), field2(f, fo, BODY_F, nb, 6), M)
+    parents, screw_axes, home_R, home_p, phi, _ = _model(f, fo, ints, io, nb)
+    crba(parents, screw_axes, home_R, home_p, phi, q, field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3),
+         field3(f, fo, OR, nb, 3, 3), field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6),
+         field2(f, fo, PHI_COMPOSITE, nb, 10), field2(f, fo, BODY_F, nb, 6), M)
     p0 = field1(f, fo, P0, nv)
     for i in range(nv):
         total = 0.0
@@ -389,12 +392,7 @@ def _estimators_step(f, fo, ints, io, dt):
     nv = nb
     npar = 10 * nb
     s = field1(f, fo, S, NS)
-    parents = field1(ints, io, PARENTS, nb)
-    screw_axes = field2(f, fo, SCREW_AXES, nb, 6)
-    home_R = field3(f, fo, HOME_R, nb, 3, 3)
-    home_p = field2(f, fo, HOME_P, nb, 3)
-    phi = field2(f, fo, PHI, nb, 10)
-    base_accel = field1(f, fo, BASE_ACCEL, 6)
+    parents, screw_axes, home_R, home_p, phi, base_accel = _model(f, fo, ints, io, nb)
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
     g = field1(f, fo, G_, nv)
@@ -521,8 +519,8 @@ def _wrench(f, fo, ints, io, frame_body, damping):
     nb = dims[0]
     nv = nb
     J = field2(f, fo, J_, 6, nv)
-    frame_jacobian(field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
-                   field2(f, fo, HOME_P, nb, 3), field1(f, fo, Q, nv), field1(ints, io, PATH, nb),
+    parents, screw_axes, home_R, home_p, _, _ = _model(f, fo, ints, io, nb)
+    frame_jacobian(parents, screw_axes, home_R, home_p, field1(f, fo, Q, nv), field1(ints, io, PATH, nb),
                    field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
                    field2(f, fo, OP, nb, 3), frame_body, field2(f, fo, FRAME_R, 3, 3), field1(f, fo, FRAME_P, 3),
                    LOCAL_WORLD_ALIGNED, J)
