@@ -26,7 +26,7 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from .derivatives import rnea_derivatives
-from .dynamics import as_vector, check_model_data, crba, nonlinear_effects, non_finite_error
+from .dynamics import as_real_array, as_vector, check_model_data, crba, nonlinear_effects, non_finite_error
 from .kernels import contact as _ct
 from .spatial import log_se3
 
@@ -49,9 +49,13 @@ class Contact:
     """
 
     def __init__(self, frame, kind="point", reference="local", other=None, anchor=None, kp=0.0, kd=0.0):
-        if kind not in _KINDS:
+        for name, value in (("frame", frame), ("other", other)):
+            if not (isinstance(value, (str, int, np.integer)) and not isinstance(value, bool)
+                    or name == "other" and value is None):
+                raise ValueError(f"{name} must be a link or joint name, or a frame index, got {value!r}")
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise ValueError(f"kind must be 'point' or 'frame', got {kind!r}")
-        if reference not in _REFERENCES:
+        if not isinstance(reference, str) or reference not in _REFERENCES:
             raise ValueError(f"reference must be 'local' or 'local_world_aligned', got {reference!r}")
         self.frame = frame
         self.kind = kind
@@ -60,7 +64,7 @@ class Contact:
         self.dim = _KINDS[kind]
         if anchor is None:
             anchor = np.eye(4)
-        anchor = np.array(anchor, dtype=np.float64)
+        anchor = as_real_array("anchor", anchor, "a finite (4, 4) placement").copy()
         if anchor.shape != (4, 4) or not np.all(np.isfinite(anchor)):
             raise ValueError(f"anchor must be a finite (4, 4) placement, got shape {anchor.shape}")
         self.anchor = anchor
@@ -69,8 +73,8 @@ class Contact:
 
     def _gain(self, name, value):
         try:
-            gain = np.broadcast_to(np.asarray(value, dtype=np.float64), (self.dim,)).copy()
-        except (TypeError, ValueError):
+            gain = np.broadcast_to(as_real_array(name, value, "numbers"), (self.dim,)).copy()
+        except ValueError:  # not numbers, or not broadcastable to one per row
             raise ValueError(f"{name} must be a number or {self.dim} numbers, got {value!r}") from None
         if not np.all(np.isfinite(gain)):
             raise ValueError(f"{name} must be finite, got {value!r}")
@@ -131,7 +135,7 @@ class _Side:
         elif self.body < 0:
             self.R, self.p = model._frame_R[frame_index], model._frame_p[frame_index]
         else:
-            oR, op = data.oR[self.body], data.op[self.body]
+            oR, op = data._oR[self.body], data._op[self.body]
             self.R = oR @ model._frame_R[frame_index]
             self.p = oR @ model._frame_p[frame_index] + op
         nv = model.nv
@@ -139,14 +143,14 @@ class _Side:
             self.V = np.zeros(6)
             self.A = np.zeros(6)
         else:
-            self.V = data.ct_oV[self.body].copy()
-            self.A = data.ct_oA[self.body].copy()
+            self.V = data._ct_oV[self.body].copy()
+            self.A = data._ct_oA[self.body].copy()
         self.J, self.dV_dq, self.dA_dq, self.dA_dv = np.zeros((4, 6, nv))
 
     def differentiate(self, model, data):
         if self.body >= 0:
-            _ct.motion_derivatives(model._parents, data.ct_oS, data.ct_oV, data.ct_oA, self.body,
-                                   self.J, self.dV_dq, self.dA_dq, self.dA_dv, data.tmp6)
+            _ct.motion_derivatives(model._parents, data._ct_oS, data._ct_oV, data._ct_oA, self.body,
+                                   self.J, self.dV_dq, self.dA_dq, self.dA_dv, data._tmp6)
         # the frame origin moves with every support joint: dp/dq_k = v_k + w_k x p
         self.Jp = self.J[3:] + _cross(self.J[:3], self.p[:, None])
 
@@ -320,21 +324,30 @@ def _check_contacts(model, contacts):
     if model.coupling is not None:
         raise ValueError("contacts on models with coupled mimic joints are not supported")
     resolved = []
-    for c in contacts:
-        f1 = model.frame_id(c.frame)
-        f2 = None if c.other is None else model.frame_id(c.other)
+    for k, c in enumerate(contacts):
+        f1 = _frame_index(model, k, "frame", c.frame)
+        f2 = None if c.other is None else _frame_index(model, k, "other", c.other)
         if f2 is not None and model._frame_body[f1] == model._frame_body[f2]:
             raise ValueError(f"contact {c}: both frames are on the same body, the constraint is empty")
         resolved.append((c, f1, f2))
     return resolved
 
 
-def _rows(model, data, q, v, a, resolved):
-    """The contacts' rows at (q, v, a) (world motion computed once)."""
+def _frame_index(model, k, name, frame):
+    """model.frame_id(frame) for contacts[k].<name>, or a ValueError naming that."""
+    try:
+        return model.frame_id(frame)
+    except ValueError as exc:
+        raise ValueError(f"contacts[{k}].{name}: {exc}") from None
+
+
+def _rows(model, data, q, v, a, resolved, inputs):
+    """The contacts' rows at (q, v, a) (world motion computed once); a ValueError naming the caller's
+    `inputs` when the motion is not finite (non-finite inputs, or finite ones that overflow)."""
     if not _ct.world_motion(model._parents, model._screw_axes, model._home_R, model._home_p, q, v, a,
-                            data.R, data.p, data.oR, data.op, data.ct_oS, data.ct_oV, data.ct_oA,
-                            data.tmp6):
-        raise non_finite_error(q=q, v=v, a=a)
+                            data._R, data._p, data._oR, data._op, data._ct_oS, data._ct_oV, data._ct_oA,
+                            data._tmp6):
+        raise non_finite_error(**inputs)
     rows = []
     for c, f1, f2 in resolved:
         s1 = _Side(model, data, f1, None)
@@ -357,7 +370,8 @@ def _force_torque_derivatives(model, data, rows, lam):
         m = r.contact.dim
         for body, F, dF in r.applied_forces(lam[start:start + m]):
             if body >= 0:
-                _ct.add_force_torque_derivatives(model._parents, data.ct_oS, body, F, dF, 1.0, data.tmp6, out)
+                _ct.add_force_torque_derivatives(model._parents, data._ct_oS, body, F, dF, 1.0, data._tmp6,
+                                                 out)
         start += m
     return out
 
@@ -369,7 +383,10 @@ def _solve(M, J, rhs_dynamics, rhs_constraint):
     J M^-1 rhs_dynamics (its pseudo-inverse when rows are redundant: the minimum-norm forces).
     A singular M (a massless body, such as the cut copy of a loop closure) leaves the joint space
     to the constraints: then the KKT matrix is solved whole, in the least-squares sense."""
-    L = np.linalg.cholesky(M) if np.all(np.diag(M) > 0.0) else None
+    try:
+        L = np.linalg.cholesky(M) if np.all(np.diag(M) > 0.0) else None
+    except np.linalg.LinAlgError:  # not positive definite in floating point: singular for the solver
+        L = None
     if L is not None and np.min(np.diag(L)) ** 2 > _SINGULAR * np.max(np.diag(M)):
         m = J.shape[0]
         solved = cho_solve((L, True), np.column_stack([J.T, rhs_dynamics]))
@@ -390,6 +407,17 @@ def _solve(M, J, rhs_dynamics, rhs_constraint):
     return solution[:nv], solution[nv:]
 
 
+def _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs):
+    """_solve, or a ValueError naming the caller's `inputs` when the system or its solution is not
+    finite (non-finite inputs, or finite ones that overflow)."""
+    if not all(np.all(np.isfinite(x)) for x in (J, rhs_dynamics, rhs_constraint)):
+        raise non_finite_error(**inputs)
+    x, y = _solve(M, J, rhs_dynamics, rhs_constraint)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise non_finite_error(**inputs)
+    return x, y
+
+
 def _check_state(model, data, q, v, name_v="v"):
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
@@ -405,16 +433,16 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
-    zero = np.zeros(model.nv)
-    rows = _rows(model, data, q, v, zero, resolved)
-    if not np.all(np.isfinite(tau)):
-        raise non_finite_error(tau=tau)
+    inputs = dict(q=q, v=v, tau=tau)
+    for k, (c, _, _) in enumerate(resolved):  # large Baumgarte gains may overflow too
+        inputs.update({f"contacts[{k}].kp": c.kp, f"contacts[{k}].kd": c.kd})
+    rows = _rows(model, data, q, v, np.zeros(model.nv), resolved, inputs)
     J = _stack(rows, "jacobian")
     gamma = _stack(rows, "acceleration")
     c = _stack(rows, "baumgarte")
     M = crba(model, data, q).copy()
     b = nonlinear_effects(model, data, q, v).copy()
-    return _solve(M, J, tau - b, c - gamma)
+    return _solve_checked(M, J, tau - b, c - gamma, inputs)
 
 
 def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
@@ -431,7 +459,8 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
         if c.baumgarte:
             raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
     a, lam = constrained_dynamics(model, data, q, v, tau, contacts)
-    rows = _rows(model, data, q, v, a, resolved)
+    inputs = dict(q=q, v=v, tau=tau)
+    rows = _rows(model, data, q, v, a, resolved, inputs)
     J = _stack(rows, "jacobian")
     dalpha = [r.acceleration_derivatives() for r in rows]
     dalpha_dq = np.concatenate([d[0] for d in dalpha])
@@ -442,7 +471,7 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     nv, m = model.nv, J.shape[0]
     rhs_dynamics = np.concatenate([-(dtau_dq - dforce_dq), -dtau_dv, np.eye(nv)], axis=1)
     rhs_constraint = np.concatenate([-dalpha_dq, -dalpha_dv, np.zeros((m, nv))], axis=1)
-    da, dlam = _solve(M, J, rhs_dynamics, rhs_constraint)
+    da, dlam = _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs)
     return (da[:, :nv], da[:, nv:2 * nv], da[:, 2 * nv:], dlam[:, :nv], dlam[:, nv:2 * nv],
             dlam[:, 2 * nv:])
 
@@ -450,7 +479,7 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
 def _check_restitution(restitution):
     try:
         e = float(restitution)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"restitution must be a number in [0, 1], got {restitution!r}") from None
     if not 0.0 <= e <= 1.0:
         raise ValueError(f"restitution must be in [0, 1], got {restitution!r}")
@@ -464,11 +493,11 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
-    zero = np.zeros(model.nv)
-    rows = _rows(model, data, q, v_minus, zero, resolved)
+    inputs = dict(q=q, v_minus=v_minus)
+    rows = _rows(model, data, q, v_minus, np.zeros(model.nv), resolved, inputs)
     J = _stack(rows, "jacobian")
     M = crba(model, data, q).copy()
-    dv, impulses = _solve(M, J, np.zeros(model.nv), -(1.0 + e) * (J @ v_minus))
+    dv, impulses = _solve_checked(M, J, np.zeros(model.nv), -(1.0 + e) * (J @ v_minus), inputs)
     return v_minus + dv, impulses
 
 
@@ -484,8 +513,9 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
     v_plus, impulses = impulse_dynamics(model, data, q, v_minus, contacts, e)
     nv = model.nv
     zero = np.zeros(nv)
+    inputs = dict(q=q, v_minus=v_minus)
     # d(J w)/dq at fixed w: the rows' velocity derivatives with the sides' twists built from w
-    rows = _rows(model, data, q, v_plus + e * v_minus, zero, resolved)
+    rows = _rows(model, data, q, v_plus + e * v_minus, zero, resolved, inputs)
     J = _stack(rows, "jacobian")
     du_dq = np.concatenate([r.velocity_derivatives() for r in rows])
     dforce_dq = _force_torque_derivatives(model, data, rows, impulses)
@@ -495,5 +525,5 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
     M = crba(model, data, q).copy()
     rhs_dynamics = np.concatenate([-dMdv_dq + dforce_dq, M], axis=1)
     rhs_constraint = np.concatenate([-du_dq, -e * J], axis=1)
-    dv_plus, dimpulses = _solve(M, J, rhs_dynamics, rhs_constraint)
+    dv_plus, dimpulses = _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs)
     return dv_plus[:, :nv], dv_plus[:, nv:], dimpulses[:, :nv], dimpulses[:, nv:]

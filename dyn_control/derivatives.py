@@ -1,13 +1,14 @@
 """Public API of the first-order derivatives of the dynamics, M^-1 and the joint torque regressor.
 
-Same pattern as dynamics.py: shapes are checked here, the kernels screen finiteness and refuse
-non-finite input, results are Data buffers (copy to keep). Models with coupled mimic joints go
-through the tree kernels and the coupling matrix G (q_tree = G q + offset, tau = G^T tau_tree).
+Same pattern as dynamics.py: inputs brought to one form and shapes checked here, the kernels screen
+finiteness of inputs and results, results are read-only views of Data buffers (copy to keep).
+Models with coupled mimic joints go through the tree kernels and the coupling matrix G
+(q_tree = G q + offset, tau = G^T tau_tree).
 """
 import numpy as np
 
-from .dynamics import (aba, as_real_array, as_vector, check_model_data, coupled_tree_state, crba,
-                       external_forces, non_finite_error, require_finite)
+from .dynamics import (aba, as_real_array, as_vector, check_model_data, coupled_result, coupled_tree_state,
+                       crba, external_forces, non_finite_error)
 from .kernels import batch as _batch
 from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
@@ -15,11 +16,10 @@ from .kernels import rnea_derivatives as _rnea_derivatives
 from .model import Model
 
 
-
 def _regressor_tree(model, data, q, v, a, Y):
     if not _regressor.regressor(model._parents, model._screw_axes, model._home_R, model._home_p, q, v,
-                                a, model._base_accel, data.R, data.p, data.oR, data.op, data.oS,
-                                data.V, data.Vdot, data.tmp6, Y):
+                                a, model._base_accel, data._R, data._p, data._oR, data._op, data._oS,
+                                data._V, data._Vdot, data._tmp6, Y):
         raise non_finite_error(q=q, v=v, a=a)
     return Y
 
@@ -34,19 +34,20 @@ def regressor(model, data, q, v, a):
     v = as_vector("v", v, nv)
     a = as_vector("a", a, nv)
     if model.coupling is None:
-        return _regressor_tree(model, data, q, v, a, data.Y)
-    require_finite(q=q, v=v, a=a)
+        _regressor_tree(model, data, q, v, a, data._Y)
+        return data.Y
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
-    data.Y[:, :] = model.coupling.T @ _regressor_tree(model, data, q_t, v_t, a_t, data.Y_tree)
+    Y_tree = _regressor_tree(model, data, q_t, v_t, a_t, data._Y_tree)
+    coupled_result(data._Y, model.coupling.T @ Y_tree, q=q, v=v, a=a)
     return data.Y
 
 
 def _rnea_derivatives_tree(model, data, q, v, a, f_ext):
     if not _rnea_derivatives.rnea_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
-            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.ophi_c, data.deriv_vectors,
-            data.tmp6, data.derivatives_tree):
-        raise non_finite_error(q=q, v=v, a=a)
+            model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
+            data._deriv_vectors, data._tmp6, data._derivatives_tree):
+        raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
 
 
 def rnea_derivatives(model, data, q, v, a, f_ext=None):
@@ -63,10 +64,9 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     if G is None:
         _rnea_derivatives_tree(model, data, q, v, a, f_ext)
         return data.dtau_dq, data.dtau_dv, data.dtau_da
-    require_finite(q=q, v=v, a=a)
     _rnea_derivatives_tree(model, data, *coupled_tree_state(model, data, q, v, a), f_ext)
-    for out, tree in zip((data.dtau_dq, data.dtau_dv, data.dtau_da), data.derivatives_tree):
-        out[:, :] = G.T @ tree @ G
+    for out, tree in zip((data._dtau_dq, data._dtau_dv, data._dtau_da), data._derivatives_tree):
+        coupled_result(out, G.T @ tree @ G, q=q, v=v, a=a, f_ext=f_ext)
     return data.dtau_dq, data.dtau_dv, data.dtau_da
 
 
@@ -87,12 +87,12 @@ def minverse(model, data, q):
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
     if model.coupling is not None:
-        data.Minv[:, :] = _inverse_of(model, crba(model, data, q))
+        coupled_result(data._Minv, _inverse_of(model, crba(model, data, q)), q=q)
         return data.Minv
     status = _minverse.minverse(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                model._phi, q, data.R, data.p, data.oR, data.op, data.ophi_c,
-                                data.deriv_vectors, data.Minv_IA, data.Minv_F, data.subtree_end,
-                                data.Minv_Dinv, data.Minv)
+                                model._phi, q, data._R, data._p, data._oR, data._op, data._ophi_c,
+                                data._deriv_vectors, data._Minv_IA, data._Minv_F, data._subtree_end,
+                                data._Minv_Dinv, data._Minv)
     if status != _minverse.OK:
         if status == _minverse.NON_FINITE:
             raise non_finite_error(q=q)
@@ -113,18 +113,20 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     if model.coupling is not None:
         ddq = aba(model, data, q, v, tau, f_ext)
         dtau_dq, dtau_dv, M = rnea_derivatives(model, data, q, v, ddq, f_ext)
-        data.Minv[:, :] = _inverse_of(model, M)
-        data.ddq_dq[:, :] = -data.Minv @ dtau_dq
-        data.ddq_dv[:, :] = -data.Minv @ dtau_dv
+        Minv = _inverse_of(model, M)
+        inputs = dict(q=q, v=v, tau=tau, f_ext=f_ext)
+        coupled_result(data._Minv, Minv, **inputs)
+        coupled_result(data._ddq_dq, -Minv @ dtau_dq, **inputs)
+        coupled_result(data._ddq_dv, -Minv @ dtau_dv, **inputs)
         return data.ddq_dq, data.ddq_dv, data.Minv
     status = _minverse.aba_derivatives(
         model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, tau,
-        model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.ophi_c, data.deriv_vectors,
-        data.tmp6, data.Minv_IA, data.Minv_F, data.subtree_end, data.deriv_joint, data.ddq,
-        data.derivatives_tree)
+        model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c, data._deriv_vectors,
+        data._tmp6, data._Minv_IA, data._Minv_F, data._subtree_end, data._deriv_joint, data._ddq,
+        data._derivatives_tree)
     if status != _minverse.OK:
         if status == _minverse.NON_FINITE:
-            raise non_finite_error(q=q, v=v, tau=tau)
+            raise non_finite_error(q=q, v=v, tau=tau, f_ext=f_ext)
         raise _singular_error(model, status)
     return data.ddq_dq, data.ddq_dv, data.Minv
 
@@ -144,7 +146,8 @@ def _batch_inputs(model, **arrays):
         x = as_real_array(name, x, f"a (T, {nv}) array of real numbers")
         T = out[0].shape[0] if out else (x.shape[0] if x.ndim == 2 else "T")
         if x.shape != (T, nv):
-            raise ValueError(f"{name} must have shape ({T}, {nv}), got {x.shape}")
+            like = f" like {next(iter(arrays))}" if out else ""
+            raise ValueError(f"{name} must have shape ({T}, {nv}){like}, got {x.shape}")
         out.append(x)
     if model.coupling is None:
         return out, out
@@ -153,11 +156,20 @@ def _batch_inputs(model, **arrays):
     return out, tree
 
 
-def _check_batch(ok, **arrays):
+def _checked_batch(result, ok, **arrays):
+    """result, or a ValueError naming the samples (rows) whose inputs are not finite or overflow;
+    ok[t] is the kernel's verdict on sample t, None for a coupled model's contraction of result."""
+    if ok is None:
+        ok = np.all(np.isfinite(result.reshape(result.shape[0], -1)), axis=1)
     if not ok.all():
         bad = np.flatnonzero(~ok)
         names = [n for n, x in arrays.items() if not np.all(np.isfinite(x[bad]))]
-        raise ValueError(f"non-finite input (NaN or inf) in {', '.join(names)} at samples {bad.tolist()}")
+        if names:
+            raise ValueError(f"non-finite input (NaN or inf) in {', '.join(names)} at samples {bad.tolist()}")
+        named = [n for n, x in arrays.items() if np.any(x[bad])] or list(arrays)
+        raise ValueError(f"inputs overflow: the result is not finite (too large for float64) for the "
+                         f"finite inputs {', '.join(named)} at samples {bad.tolist()}")
+    return result
 
 
 def rnea_batch(model, q, v, a):
@@ -168,8 +180,10 @@ def rnea_batch(model, q, v, a):
     ok = np.empty(T, dtype=np.bool_)
     _batch.rnea_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
                       model._base_accel, q_t, v_t, a_t, tau, ok)
-    _check_batch(ok, q=q, v=v, a=a)
-    return tau if model.coupling is None else tau @ model.coupling
+    _checked_batch(tau, ok, q=q, v=v, a=a)
+    if model.coupling is None:
+        return tau
+    return _checked_batch(tau @ model.coupling, None, q=q, v=v, a=a)
 
 
 def rnea_derivatives_batch(model, q, v, a):
@@ -181,10 +195,10 @@ def rnea_derivatives_batch(model, q, v, a):
     ok = np.empty(T, dtype=np.bool_)
     _batch.rnea_derivatives_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
                                   model._phi, model._base_accel, q_t, v_t, a_t, out, ok)
-    _check_batch(ok, q=q, v=v, a=a)
+    _checked_batch(out, ok, q=q, v=v, a=a)
     if model.coupling is not None:
         G = model.coupling
-        out = G.T @ out @ G
+        out = _checked_batch(G.T @ out @ G, None, q=q, v=v, a=a)
     return out[:, 0], out[:, 1], out[:, 2]
 
 
@@ -197,5 +211,5 @@ def regressor_batch(model, q, v, a):
     ok = np.empty(T, dtype=np.bool_)
     _batch.regressor_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
                            model._base_accel, q_t, v_t, a_t, Y, ok)
-    _check_batch(ok, q=q, v=v, a=a)
-    return Y if model.coupling is None else model.coupling.T @ Y
+    _checked_batch(Y, ok, q=q, v=v, a=a)
+    return Y if model.coupling is None else _checked_batch(model.coupling.T @ Y, None, q=q, v=v, a=a)

@@ -1,10 +1,14 @@
 """Public functional API (model + data, like Pinocchio): checks inputs once, calls the kernels.
 
-Every function writes into and returns a buffer of `data` (as Pinocchio returns data.tau):
-copy a result to keep it past the next call with the same data. Shapes are checked here; the
-kernels screen finiteness on their way in (cheaper than NumPy from Python) and this module turns
-a refusal into a ValueError naming the argument. Models with coupled mimic joints go through the
-tree kernels and the coupling matrix G (q_tree = G q + offset, tau = G^T tau_tree).
+Every function writes into a buffer of `data` and returns it as a read-only view (as Pinocchio
+returns data.tau): copy a result to keep it past the next call with the same data. Inputs are
+brought to one form here (C-contiguous, aligned, writable float64: anything else is copied), so each
+kernel has one compiled signature and no input aliases a buffer the call writes (results are
+read-only, so passing one back copies it). Shapes are checked here; the kernels screen finiteness on
+their way in and their results on the way out (cheaper than NumPy from Python), and this module
+turns a refusal into a ValueError naming the arguments: the non-finite ones, or all of them when
+finite inputs overflow. Models with coupled mimic joints go through the tree kernels and the
+coupling matrix G (q_tree = G q + offset, tau = G^T tau_tree).
 """
 import numpy as np
 
@@ -13,28 +17,21 @@ from .kernels import coriolis as _coriolis
 from .kernels import crba as _crba
 from .kernels import kinematics as _kin
 from .kernels import rnea as _rnea
-from .model import Data, Model
+from .model import Data, Model, as_real_array
 
 _F64 = np.dtype(np.float64)
 _REFERENCES = {"world": _kin.WORLD, "local": _kin.LOCAL, "local_world_aligned": _kin.LOCAL_WORLD_ALIGNED}
 
 
 def as_vector(name, x, n):
-    """x as a contiguous float64 (n,) array (finiteness is left to the kernel), or a ValueError."""
-    if type(x) is not np.ndarray or x.dtype is not _F64 or not x.flags.c_contiguous:
+    """x as a C-contiguous, aligned, writable float64 (n,) array (finiteness is left to the kernel),
+    or a ValueError. Other arrays (read-only, as np.frombuffer and data's results give; strided;
+    float32; ...) and sequences are copied by as_real_array."""
+    if type(x) is not np.ndarray or x.dtype is not _F64 or not x.flags.carray:
         x = as_real_array(name, x, f"an array of {n} real numbers")
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     return x
-
-
-def as_real_array(name, x, expected):
-    if x is None or np.iscomplexobj(x):
-        raise ValueError(f"{name} must be {expected}, got {type(x).__name__}")
-    try:
-        return np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {expected}, got {type(x).__name__}") from None
 
 
 def as_finite_array(name, x, shape):
@@ -48,24 +45,25 @@ def as_finite_array(name, x, shape):
 
 
 def non_finite_error(**arrays):
-    """The ValueError for a kernel that refused its inputs: names every non-finite argument."""
+    """The ValueError for a kernel that refused its inputs or whose result is not finite: it names
+    every non-finite input, or, when all are finite, says they overflow and names them (those not
+    all zero, such as the zeros standing in for a default)."""
     parts = []
     for name, x in arrays.items():
         bad = np.flatnonzero(~np.isfinite(np.asarray(x)))
         if bad.size:
             parts.append(f"{name} at indices {bad.tolist()}")
-    return ValueError("non-finite input (NaN or inf): " + "; ".join(parts))
-
-
-def require_finite(**arrays):
-    """Raise the named ValueError unless every array is finite (for paths no kernel screens)."""
-    if not all(np.all(np.isfinite(x)) for x in arrays.values()):
-        raise non_finite_error(**arrays)
+    if parts:
+        return ValueError("non-finite input (NaN or inf): " + "; ".join(parts))
+    named = {name: x for name, x in arrays.items() if np.any(x)} or arrays
+    largest = ", ".join(f"|{name}| = {np.max(np.abs(x), initial=0.0):.3g}" for name, x in named.items())
+    return ValueError(f"inputs overflow: the result is not finite (too large for float64) for the finite "
+                      f"inputs {', '.join(named)} (largest {largest})")
 
 
 def check_model_data(model, data):
     try:
-        matches = type(data) is Data and data.nbodies == model.nbodies and data.nv == model.nv
+        matches = isinstance(data, Data) and data.nbodies == model.nbodies and data.nv == model.nv
     except AttributeError:  # model is not a Model
         matches = False
     if not matches:
@@ -76,7 +74,7 @@ def check_model_data(model, data):
 
 def external_forces(model, data, f_ext):
     if f_ext is None:
-        return data.f_ext_zero
+        return data._f_ext_zero
     return as_finite_array("f_ext", f_ext, (model.nbodies, 6))
 
 
@@ -86,28 +84,40 @@ def external_forces(model, data, f_ext):
 
 def rnea_tree(model, data, q, v, a, f_ext, tau):
     if not _rnea.rnea(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
-                      v, a, model._base_accel, f_ext, data.R, data.p, data.V, data.Vdot, data.F,
-                      data.tmp6, tau):
-        raise non_finite_error(q=q, v=v, a=a)
+                      v, a, model._base_accel, f_ext, data._R, data._p, data._V, data._Vdot, data._F,
+                      data._tmp6, tau):
+        raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
     return tau
 
 
 def crba_tree(model, data, q, M):
     if not _crba.crba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
-                      data.R, data.p, data.oR, data.op, data.oS, data.phi_composite, data.F, M):
+                      data._R, data._p, data._oR, data._op, data._oS, data._phi_composite, data._F, M):
         raise non_finite_error(q=q)
     return M
 
 
 def coupled_tree_state(model, data, q, v=None, a=None):
-    """Tree coordinates of a mimic-coupled model: q_tree = G q + offset, v_tree = G v, a_tree = G a."""
+    """Tree coordinates of a mimic-coupled model: q_tree = G q + offset, v_tree = G v, a_tree = G a;
+    a ValueError naming the inputs unless all are finite."""
     G = model.coupling
-    data.q_tree[:] = G @ q + model.coupling_offset
+    data._q_tree[:] = G @ q + model.coupling_offset
     if v is not None:
-        data.v_tree[:] = G @ v
+        data._v_tree[:] = G @ v
     if a is not None:
-        data.a_tree[:] = G @ a
-    return data.q_tree, data.v_tree, data.a_tree
+        data._a_tree[:] = G @ a
+    inputs = {name: x for name, x in (("q", q), ("v", v), ("a", a)) if x is not None}
+    tree = (data._q_tree, data._v_tree, data._a_tree)[:len(inputs)]  # v and a come only after q
+    if not all(np.all(np.isfinite(x)) for x in tree):
+        raise non_finite_error(**inputs)
+    return data._q_tree, data._v_tree, data._a_tree
+
+
+def coupled_result(out, value, **inputs):
+    """out[...] = value, a coupled model's result in its own coordinates, or the overflow error."""
+    if not np.all(np.isfinite(value)):
+        raise non_finite_error(**inputs)
+    out[...] = value
 
 
 # ----------------------------------------------------------------------------------------------
@@ -125,23 +135,25 @@ def rnea(model, data, q, v, a, f_ext=None):
     a = as_vector("a", a, nv)
     f_ext = external_forces(model, data, f_ext)
     if model.coupling is None:
-        return rnea_tree(model, data, q, v, a, f_ext, data.tau)
-    require_finite(q=q, v=v, a=a)
+        rnea_tree(model, data, q, v, a, f_ext, data._tau)
+        return data.tau
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
-    data.tau[:] = model.coupling.T @ rnea_tree(model, data, q_t, v_t, a_t, f_ext, data.tau_tree)
+    tau_tree = rnea_tree(model, data, q_t, v_t, a_t, f_ext, data._tau_tree)
+    coupled_result(data._tau, model.coupling.T @ tau_tree, q=q, v=v, a=a, f_ext=f_ext)
     return data.tau
 
 
 def nonlinear_effects(model, data, q, v):
     """C(q, v) v + g(q)  -> data.nle (nv,)."""
-    data.nle[:] = rnea(model, data, q, v, np.zeros(model.nv))
+    check_model_data(model, data)
+    data._nle[:] = rnea(model, data, q, v, data._zero)
     return data.nle
 
 
 def gravity(model, data, q):
     """Generalized gravity g(q)  -> data.g (nv,)."""
-    zero = np.zeros(model.nv)
-    data.g[:] = rnea(model, data, q, zero, zero)
+    check_model_data(model, data)
+    data._g[:] = rnea(model, data, q, data._zero, data._zero)
     return data.g
 
 
@@ -150,10 +162,11 @@ def crba(model, data, q):
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
     if model.coupling is None:
-        return crba_tree(model, data, q, data.M)
-    require_finite(q=q)
+        crba_tree(model, data, q, data._M)
+        return data.M
     G = model.coupling
-    data.M[:, :] = G.T @ crba_tree(model, data, coupled_tree_state(model, data, q)[0], data.M_tree) @ G
+    M_tree = crba_tree(model, data, coupled_tree_state(model, data, q)[0], data._M_tree)
+    coupled_result(data._M, G.T @ M_tree @ G, q=q)
     return data.M
 
 
@@ -168,17 +181,18 @@ def aba(model, data, q, v, tau, f_ext=None):
     if model.coupling is not None:
         # coupled joints: no articulated-body recursion; solve with the reduced M instead
         bias = rnea(model, data, q, v, np.zeros(nv), f_ext).copy()
-        data.ddq[:] = np.linalg.solve(crba(model, data, q), tau - bias)
+        coupled_result(data._ddq, np.linalg.solve(crba(model, data, q), tau - bias), q=q, v=v, tau=tau,
+                       f_ext=f_ext)
         return data.ddq
     try:
         finite = _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
-                          v, tau, model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.oS,
-                          data.oV, data.phi_world, data.c, data.IA, data.pA, data.U, data.D, data.u,
-                          data.oA, data.tmp6, data.ddq)
+                          v, tau, model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._oS,
+                          data._oV, data._phi_world, data._c, data._IA, data._pA, data._U, data._D, data._u,
+                          data._oA, data._tmp6, data._ddq)
     except ZeroDivisionError:
         raise singular_inertia_error(model, data) from None
     if not finite:
-        raise non_finite_error(q=q, v=v, tau=tau)
+        raise non_finite_error(q=q, v=v, tau=tau, f_ext=f_ext)
     return data.ddq
 
 
@@ -198,44 +212,43 @@ def coriolis_matrix(model, data, q, v):
     v = as_vector("v", v, model.nv)
     G = model.coupling
     if G is not None:
-        require_finite(q=q, v=v)
         q_t, v_t, _ = coupled_tree_state(model, data, q, v)
     else:
         q_t, v_t = q, v
-    C = data.C if G is None else data.C_tree
+    C = data._C_tree
     if not _coriolis.coriolis_matrix(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                     model._phi, q_t, v_t, data.R, data.p, data.oR, data.op, data.oS,
-                                     data.oV, data.oPsi, data.oIc, data.oBc, data.X, data.tmp6,
-                                     data.tmp66, C):
+                                     model._phi, q_t, v_t, data._R, data._p, data._oR, data._op, data._oS,
+                                     data._oV, data._oPsi, data._oIc, data._oBc, data._X, data._tmp6,
+                                     data._tmp66, C):
         raise non_finite_error(q=q, v=v)
     if G is not None:
-        data.C[:, :] = G.T @ C @ G
+        coupled_result(data._C, G.T @ C @ G, q=q, v=v)
     return data.C
 
 
 def _tree_q(model, data, q):
+    """(q checked, q in tree coordinates)."""
     q = as_vector("q", q, model.nv)
     if model.coupling is None:
-        return q
-    require_finite(q=q)
-    return coupled_tree_state(model, data, q)[0]
+        return q, q
+    return q, coupled_tree_state(model, data, q)[0]
 
 
 def forward_kinematics(model, data, q):
     """World (root-frame) poses of all frames, (nframes, 4, 4) in model.frame_names order."""
     check_model_data(model, data)
-    q_t = _tree_q(model, data, q)
+    q, q_t = _tree_q(model, data, q)
     if not _kin.forward_kinematics(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                   model._frame_body, model._frame_R, model._frame_p, q_t, data.R,
-                                   data.p, data.oR, data.op, data.frame_poses):
+                                   model._frame_body, model._frame_R, model._frame_p, q_t, data._R,
+                                   data._p, data._oR, data._op, data._frame_poses):
         raise non_finite_error(q=q)
     return data.frame_poses
 
 
 def frame_pose(model, data, q, frame):
     """World pose (4, 4) of one frame (link or joint name)."""
-    f = model.frame_id(frame)
-    return forward_kinematics(model, data, q)[f]
+    poses = forward_kinematics(model, data, q)
+    return poses[model.frame_id(frame)]
 
 
 def jacobian(model, data, q, frame, reference="world"):
@@ -249,13 +262,13 @@ def jacobian(model, data, q, frame, reference="world"):
         code = _REFERENCES[reference]
     except (KeyError, TypeError):
         raise ValueError(f"reference must be one of {', '.join(_REFERENCES)}, got {reference!r}") from None
-    q_t = _tree_q(model, data, q)
+    q, q_t = _tree_q(model, data, q)
     G = model.coupling
-    J = data.J if G is None else data.J_tree
+    J = data._J if G is None else data._J_tree
     if not _kin.frame_jacobian(model._parents, model._screw_axes, model._home_R, model._home_p, q_t,
-                               data.support, data.R, data.p, data.oR, data.op, model._frame_body[f], model._frame_R[f],
-                               model._frame_p[f], code, J):
+                               data._support, data._R, data._p, data._oR, data._op, model._frame_body[f],
+                               model._frame_R[f], model._frame_p[f], code, J):
         raise non_finite_error(q=q)
     if G is not None:
-        data.J[:, :] = J @ G
+        coupled_result(data._J, J @ G, q=q)
     return data.J

@@ -21,6 +21,21 @@ JOINT_TYPE_NAMES = {REVOLUTE: "revolute", PRISMATIC: "prismatic", CONTINUOUS: "c
 PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 
 
+def as_real_array(name, x, expected):
+    """x as a C-contiguous, aligned, writable float64 array (x itself when it is one, else a copy),
+    or a ValueError naming it. Entries must be real numbers: NumPy would turn None into NaN and
+    drop the imaginary part of a complex number."""
+    try:
+        array = np.asarray(x)
+        if array.dtype.kind == "O":
+            array = np.array([float(e) for e in array.flat]).reshape(array.shape)
+        if array.dtype.kind not in "biuf":
+            raise TypeError
+        return np.require(array, np.float64, ("C", "A", "W"))
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be {expected}, got {type(x).__name__}") from None
+
+
 def _frozen(array, dtype=np.float64):
     """(writable array for the kernels, read-only view of it for everyone else).
 
@@ -90,11 +105,12 @@ class Model:
                 f"{len(self.frame_names)} frames, root {self.root_name!r})")
 
     def create_data(self):
-        return Data(self)
+        """The buffers of every kernel for this model (see Data; LargeData above LAZY_BODIES bodies)."""
+        return Data(self) if self.nbodies <= LAZY_BODIES else LargeData(self)
 
     def frame_id(self, frame):
         """Index of a frame given by link or joint name (or an index)."""
-        if isinstance(frame, (int, np.integer)):
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, bool):
             if not 0 <= frame < len(self.frame_names):
                 raise ValueError(f"frame index {frame} out of range (the model has "
                                  f"{len(self.frame_names)} frames)")
@@ -124,11 +140,7 @@ class Model:
         and satisfying the triangle inequalities), else a ValueError names its link."""
         from .inertia.parameters import check_physical_consistency
         nb = self.nbodies
-        try:
-            phi = np.array(phi, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"phi must be an array of {10 * nb} numbers, got "
-                             f"{type(phi).__name__}") from None
+        phi = as_real_array("phi", phi, f"an array of {10 * nb} numbers")
         if phi.shape not in ((10 * nb,), (nb, 10)):
             raise ValueError(f"phi must have shape ({10 * nb},) or ({nb}, 10), got {phi.shape}")
         phi = phi.reshape(nb, 10)
@@ -170,10 +182,7 @@ class Model:
         q_i = 0. Home poses, inertias and frames stay: body frames are unchanged at q = 0."""
         from .spatial import Ad, exp_se3
         nb = self.nbodies
-        try:
-            eta = np.array(eta, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"eta must be an array of {6 * nb} numbers, got {type(eta).__name__}") from None
+        eta = as_real_array("eta", eta, f"an array of {6 * nb} numbers")
         if eta.shape not in ((nb, 6), (6 * nb,)):
             raise ValueError(f"eta must have shape ({nb}, 6) or ({6 * nb},), got {eta.shape}")
         if not np.all(np.isfinite(eta)):
@@ -186,19 +195,56 @@ class Model:
         return self._replace(screw_axes=screws)
 
     def with_gravity(self, gravity):
-        g = np.asarray(gravity, dtype=np.float64)
+        g = as_real_array("gravity", gravity, "3 finite numbers")
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ValueError(f"gravity must be 3 finite numbers, got {gravity!r}")
         return self._replace(gravity=g)
 
 
+LAZY_BODIES = 64  # Data of a model with more bodies allocates its families of buffers on first use
+
+
+def _family(*names):
+    """Marks a Data method that allocates a family of buffers `names`."""
+    def mark(method):
+        method.buffers = names
+        return method
+    return mark
+
+
+class _FirstUse:
+    """A buffer (public or _writable name) of a family that LargeData allocates on first use: the
+    first read runs the family's method, whose instance attributes then shadow this descriptor (a
+    non-data descriptor, as functools.cached_property): later reads find them in the instance."""
+
+    def __init__(self, allocate, name):
+        self.allocate = allocate
+        self.name = name
+
+    def __get__(self, data, owner=None):
+        if data is None:
+            return self
+        self.allocate(data)
+        data._publish()
+        return data.__dict__[self.name]
+
+
 class Data:
-    """Every buffer a kernel writes, allocated once per model (nothing is allocated per call)."""
+    """Every buffer a kernel writes, allocated once per model (nothing is allocated per call). For a
+    model of more than LAZY_BODIES bodies, create_data() gives a LargeData, which allocates the
+    families of O(nbodies^2) and O(nbodies^3) buffers (regressor, derivatives, second order: the
+    latter 88 nb^3 bytes, 88 GB at 1,000 bodies) on their first use only.
+
+    `data.<name>` is a read-only view (the public functions return such views: copy a result to keep
+    or modify it); the kernels and the public functions write the writable original, `data._<name>`.
+    Since the API boundary copies read-only inputs, a result passed back as an input (e.g.
+    `aba(model, data, q, v, data.tau)`) never aliases a buffer the call writes."""
 
     def __init__(self, model):
         nb, nv, nf = model.nbodies, model.nv, len(model.frame_names)
         self.nbodies = nb
         self.nv = nv
+        self.coupled = model.coupling is not None
         # tree coordinates (one per body): equal to q, v, a without mimic coupling
         self.q_tree = np.zeros(nb)             # joint positions of the tree
         self.v_tree = np.zeros(nb)             # joint velocities of the tree
@@ -219,9 +265,10 @@ class Data:
         self.tau = np.zeros(nv)                # rnea
         self.nle = np.zeros(nv)                # C(q, v) v + g(q)
         self.g = np.zeros(nv)                  # g(q)
+        self.zero = np.zeros(nv)               # stands in for v = 0 and a = 0 (never written)
         # crba
-        self.M_tree = np.zeros((nb, nb))       # joint-space inertia of the tree
         self.M = np.zeros((nv, nv))            # joint-space inertia
+        self.M_tree = np.zeros((nb, nb)) if self.coupled else self.M
         self.phi_composite = np.zeros((nb, 10))  # composite-body inertial parameters, root frame
         # aba (root frame)
         self.ddq = np.zeros(nv)                # forward dynamics output
@@ -237,7 +284,7 @@ class Data:
         self.X = np.zeros((nb, 6, 6))          # Ad_{T^-1} matrices (coriolis: of the world poses)
         # coriolis matrix
         self.C = np.zeros((nv, nv))            # C(q, v) with Mdot - 2C skew-symmetric
-        self.C_tree = np.zeros((nb, nb))
+        self.C_tree = np.zeros((nb, nb)) if self.coupled else self.C
         self.oS = np.zeros((nb, 6))            # joint screw in the root frame
         self.oV = np.zeros((nb, 6))            # body twist in the root frame
         self.oPsi = np.zeros((nb, 6))          # d/dt of oS: oV x oS
@@ -247,9 +294,7 @@ class Data:
         self.support = np.zeros(nb, dtype=np.int64)  # a body and its supports, leaf to root
         self.J = np.zeros((6, nv))             # frame Jacobian output
         self.J_tree = np.zeros((6, nb))
-        # first-order derivatives, regressor, Minv (dyn_control/derivatives.py)
-        self.Y = np.zeros((nv, 10 * nb))       # joint torque regressor: tau = Y phi
-        self.Y_tree = np.zeros((nb, 10 * nb))
+        # first-order derivatives and Minv (dyn_control/derivatives.py; matrices: _first_order)
         # kernels take stacks (Numba's call overhead grows with the number of arguments); the names
         # are views of them. Per body, root frame (order fixed by kernels/rnea_derivatives.py):
         self.deriv_vectors = np.zeros((9, nb, 6))
@@ -264,37 +309,104 @@ class Data:
          self.Minv_U) = self.deriv_vectors     # IA_i s_i (minverse)
         self.ophi_c = np.zeros((nb, 10))       # composite inertial parameters, root frame
         self.Minv_IA = np.zeros((nb, 6, 6))    # articulated-body inertia, root frame
-        self.Minv_F = np.zeros((nb, nb, 6))    # [i, k]: bias force, then acceleration, of body i
-        #                                        for a unit torque at joint k
         self.subtree_end = np.zeros(nb, dtype=np.int64)  # last body of each subtree (depth-first)
         self.deriv_joint = np.zeros((2, nb))
         self.Minv_Dinv, self.zeros_nb = self.deriv_joint  # 1 / (s^T IA s); zeros standing in for a = 0
-        # outputs of the tree: dtau_dq, dtau_dv, M = dtau_da, Minv, ddq_dq, ddq_dv
-        self.derivatives_tree = np.zeros((6, nb, nb))
-        first = self.derivatives_tree if model.coupling is None else np.zeros((6, nv, nv))
-        self.dtau_dq, self.dtau_dv, self.dtau_da, self.Minv, self.ddq_dq, self.ddq_dv = first
-        # joint-twist derivatives (kernels/twist_derivatives.py, model_derivatives.py), root frame
-        self.dtau_deta = np.zeros((nv, 6 * nb))  # d tau / d eta: 6 columns per joint, angular first
-        self.dtau_deta_tree = self.dtau_deta if model.coupling is None else np.zeros((nb, 6 * nb))
+        # joint-twist derivatives (kernels/twist_derivatives.py, model_derivatives.py; output:
+        # _twist_derivatives), root frame
         self.eta_columns = np.zeros((2, nb, 6, 6))  # alpha_j, beta_j per column of eta_j (Qbar, Pbar)
         self.eta_pose = np.zeros((4, 3))       # oT_parent M_i (rotation rows, then translation)
         self.eta_tmp6 = np.zeros((12, 6))      # scratch 6-vectors
-        # second-order derivatives (kernels/rnea_second_derivatives.py, second_order.py), root frame
+        # second-order derivatives (kernels/rnea_second_derivatives.py, second_order.py; tensors:
+        # _second_order), root frame
         self.so_vectors = np.zeros((11, nb, 6))  # per body: S, V, A, psid, psidd, phi, F, I S, B^T S,
         #                                          dF/dq_i, dF/dv_i (see the kernel's docstring)
         self.so_matrices = np.zeros((2, nb, 6, 6))  # composite inertia and body-Coriolis matrix
         self.so_mats = np.zeros((3, 6, 6))     # dI_d/dq_d, 2 dB_d/dq_d, B(I_d, S_d) of one joint d
         self.so_pair = np.zeros((11, 6))       # 6-vectors of one (deepest, middle) joint pair
         self.so_tau = np.zeros(nb)             # tau of the tree (by-product)
-        self.so_first = np.zeros((3, nb, nb))  # dtau_dq, dtau_dv, M of the tree (by-products)
-        self.so_second = np.zeros((4, nb, nb, nb))  # second-order tensors of the tree
-        # outputs [i, j, k]: d2 tau_i / dq_j dq_k, d2 tau_i / dv_j dv_k, d2 tau_i / dq_j dv_k, d M_ij / dq_k
-        second = self.so_second if model.coupling is None else np.zeros((4, nv, nv, nv))
-        self.d2tau_dq2, self.d2tau_dv2, self.d2tau_dqdv, self.dM_dq = second
-        # the same four for forward dynamics (aba_second_derivatives), the fourth being d Minv_ij / dq_k
-        self.d2ddq_dq2, self.d2ddq_dv2, self.d2ddq_dqdv, self.dMinv_dq = np.zeros((4, nv, nv, nv))
-        self.so_cube = np.zeros((3, nv, nv, nv))  # scratch for aba_second_derivatives
         # contacts and loop closures (kernels/contact.py, contact.py), root frame
         self.ct_oS = np.zeros((nb, 6))         # joint screw
         self.ct_oV = np.zeros((nb, 6))         # body twist
         self.ct_oA = np.zeros((nb, 6))         # body acceleration, gravity left out
+        if self.families_now:
+            for allocate in _FAMILIES:
+                allocate(self)
+        self._publish()
+
+    def _publish(self):
+        """Every new buffer b: self._b keeps the writable array, self.b becomes a read-only view
+        (setattr interns the new name, which keeps attribute reads on CPython's fast path)."""
+        for name, array in list(vars(self).items()):
+            if isinstance(array, np.ndarray) and not name.startswith("_") and "_" + name not in vars(self):
+                view = array.view()
+                view.flags.writeable = False
+                setattr(self, "_" + name, array)
+                setattr(self, name, view)
+
+    families_now = True  # allocate the families below in __init__
+
+    # Families of buffers of O(nbodies^2) and more. "_tree" buffers serve mimic-coupled models only;
+    # without coupling they are the same arrays as the outputs.
+
+    @_family("Y", "Y_tree")
+    def _regressor(self):
+        nb, nv = self.nbodies, self.nv
+        self.Y = np.zeros((nv, 10 * nb))       # joint torque regressor: tau = Y phi
+        self.Y_tree = np.zeros((nb, 10 * nb)) if self.coupled else self.Y
+
+    @_family("Minv_F", "derivatives_tree", "dtau_dq", "dtau_dv", "dtau_da", "Minv", "ddq_dq",
+                   "ddq_dv")
+    def _first_order(self):
+        nb, nv = self.nbodies, self.nv
+        self.Minv_F = np.zeros((nb, nb, 6))    # [i, k]: bias force, then acceleration, of body i
+        #                                        for a unit torque at joint k
+        # outputs of the tree: dtau_dq, dtau_dv, M = dtau_da, Minv, ddq_dq, ddq_dv
+        self.derivatives_tree = np.zeros((6, nb, nb))
+        first = np.zeros((6, nv, nv)) if self.coupled else self.derivatives_tree
+        self.dtau_dq, self.dtau_dv, self.dtau_da, self.Minv, self.ddq_dq, self.ddq_dv = first
+
+    @_family("dtau_deta", "dtau_deta_tree")
+    def _twist_derivatives(self):
+        nb, nv = self.nbodies, self.nv
+        self.dtau_deta = np.zeros((nv, 6 * nb))  # d tau / d eta: 6 columns per joint, angular first
+        self.dtau_deta_tree = np.zeros((nb, 6 * nb)) if self.coupled else self.dtau_deta
+
+    @_family("so_first", "so_second", "d2tau_dq2", "d2tau_dv2", "d2tau_dqdv", "dM_dq")
+    def _second_order(self):
+        nb, nv = self.nbodies, self.nv
+        self.so_first = np.zeros((3, nb, nb))  # dtau_dq, dtau_dv, M of the tree (by-products)
+        self.so_second = np.zeros((4, nb, nb, nb))  # second-order tensors of the tree (the kernel
+        #                                            writes the root-to-leaf paths only: zeros here)
+        # outputs [i, j, k]: d2 tau_i / dq_j dq_k, d2 tau_i / dv_j dv_k, d2 tau_i / dq_j dv_k, d M_ij / dq_k
+        second = np.zeros((4, nv, nv, nv)) if self.coupled else self.so_second
+        self.d2tau_dq2, self.d2tau_dv2, self.d2tau_dqdv, self.dM_dq = second
+
+    @_family("d2ddq", "d2ddq_dq2", "d2ddq_dv2", "d2ddq_dqdv", "dMinv_dq", "so_cube")
+    def _second_order_forward(self):
+        nv = self.nv
+        # the four of _second_order for forward dynamics, the fourth being d Minv_ij / dq_k
+        self.d2ddq = np.zeros((4, nv, nv, nv))
+        self.d2ddq_dq2, self.d2ddq_dv2, self.d2ddq_dqdv, self.dMinv_dq = self.d2ddq
+        self.so_cube = np.zeros((3, nv, nv, nv))  # scratch for aba_second_derivatives
+
+
+_FAMILIES = [method for method in vars(Data).values() if hasattr(method, "buffers")]
+
+
+def _first_use_descriptors(cls):
+    """Gives cls a _FirstUse descriptor for every buffer of every family (both names)."""
+    for allocate in _FAMILIES:
+        for name in allocate.buffers:
+            for attribute in (name, "_" + name):
+                setattr(cls, attribute, _FirstUse(allocate, attribute))
+    return cls
+
+
+@_first_use_descriptors
+class LargeData(Data):
+    """Data of a model of more than LAZY_BODIES bodies: each family of buffers is allocated on the
+    first use of one of its buffers (by name, public or _writable), then reused. (A class of its own:
+    the descriptors cost every read of those names some 20 ns, which only large models pay.)"""
+
+    families_now = False

@@ -1,27 +1,29 @@
 """Derivatives with respect to the model itself: joint screw axes (seed "Differential Dynamics and
 Mesh-Based Inertia", sec. 2, Algorithm 1) and link inertia from the URDF's meshes (sec. 4).
 
-Same pattern as dynamics.py: shapes are checked here, the kernels screen finiteness, results are
-Data buffers (copy to keep). Models with coupled mimic joints go through the tree kernel and the
-coupling matrix G (tau = G^T tau_tree).
+Same pattern as dynamics.py: inputs brought to one form and shapes checked here, the kernels screen
+finiteness of inputs and results, results are read-only views of Data buffers (copy to keep).
+Models with coupled mimic joints go through the tree kernel and the coupling matrix G
+(tau = G^T tau_tree).
 """
 import os
 
 import numpy as np
 
-from .dynamics import (as_vector, check_model_data, coupled_tree_state, external_forces, non_finite_error,
-                       require_finite)
+from .dynamics import (as_vector, check_model_data, coupled_result, coupled_tree_state, external_forces,
+                       non_finite_error)
 from .inertia.mesh import mesh_inertia
 from .inertia.parameters import transform_phi
 from .kernels import twist_derivatives as _twist
+from .model import Model
 
 
 def _twist_derivatives_tree(model, data, q, v, a, f_ext, out):
     if not _twist.twist_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
-            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.ophi_c, data.deriv_vectors,
-            data.eta_columns, data.eta_pose, data.eta_tmp6, out):
-        raise non_finite_error(q=q, v=v, a=a)
+            model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
+            data._deriv_vectors, data._eta_columns, data._eta_pose, data._eta_tmp6, out):
+        raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
     return out
 
 
@@ -39,11 +41,11 @@ def twist_derivatives(model, data, q, v, a, f_ext=None):
     f_ext = external_forces(model, data, f_ext)
     G = model.coupling
     if G is None:
-        return _twist_derivatives_tree(model, data, q, v, a, f_ext, data.dtau_deta)
-    require_finite(q=q, v=v, a=a)
+        _twist_derivatives_tree(model, data, q, v, a, f_ext, data._dtau_deta)
+        return data.dtau_deta
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
-    data.dtau_deta[:, :] = G.T @ _twist_derivatives_tree(model, data, q_t, v_t, a_t, f_ext,
-                                                         data.dtau_deta_tree)
+    tree = _twist_derivatives_tree(model, data, q_t, v_t, a_t, f_ext, data._dtau_deta_tree)
+    coupled_result(data._dtau_deta, G.T @ tree, q=q, v=v, a=a, f_ext=f_ext)
     return data.dtau_deta
 
 
@@ -77,12 +79,14 @@ def inertia_from_link_meshes(model, link, density):
     (seed sec. 4 for one mesh, eq. 29 for the placement). Primitive shapes (box, cylinder, sphere)
     are not counted. Raises ValueError naming the link and the mesh when the link has no mesh, a
     mesh file is unresolved, unreadable or not watertight."""
-    if link not in model.link_geometry:
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
+    if not isinstance(link, str) or link not in model.link_geometry:
         raise ValueError(f"unknown link {link!r}: robot {model.name!r} has links "
                          f"{', '.join(model.link_geometry)}")
     try:
         rho = float(density)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"density must be a number, got {density!r}") from None
     if not (np.isfinite(rho) and rho > 0.0):
         raise ValueError(f"density must be finite and positive, got {density!r}")

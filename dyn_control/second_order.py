@@ -1,15 +1,18 @@
 """Public API of the second-order derivatives of inverse and forward dynamics.
 
-Same pattern as dynamics.py: shapes are checked here, the kernel screens finiteness and refuses
-non-finite input, results are Data buffers (copy to keep). Tensors are indexed [i, j, k] =
+Same pattern as dynamics.py: inputs brought to one form and shapes checked here, the kernel screens
+finiteness of inputs and results, results are read-only views of Data buffers (copy to keep); the
+tensors are allocated on the first call with a data (4 nv^3 doubles each way, see model.Data). Tensors
+are indexed [i, j, k] =
 d2 y_i / dx_j dx'_k. Models with coupled mimic joints go through the tree kernel and the coupling
 matrix G (q_tree = G q + offset, tau = G^T tau_tree), contracted on every index.
 """
 import numpy as np
 
-from .dynamics import (aba, as_vector, check_model_data, coupled_tree_state, external_forces,
-                       non_finite_error, require_finite)
+from .dynamics import (aba, as_vector, check_model_data, coupled_result, coupled_tree_state, external_forces,
+                       non_finite_error)
 from .kernels import rnea_second_derivatives as _so
+from .kernels.inputs import all_finite
 
 
 def _second_tree(model, data, q, v, a, f_ext):
@@ -17,9 +20,10 @@ def _second_tree(model, data, q, v, a, f_ext):
     data.so_first = (dtau_dq, dtau_dv, M) of the tree."""
     if not _so.rnea_second_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
-            model._base_accel, f_ext, data.R, data.p, data.oR, data.op, data.phi_world, data.so_vectors,
-            data.so_matrices, data.so_mats, data.so_pair, data.so_tau, data.so_first, data.so_second):
-        raise non_finite_error(q=q, v=v, a=a)
+            model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._phi_world,
+            data._so_vectors, data._so_matrices, data._so_mats, data._so_pair, data._so_tau, data._so_first,
+            data._so_second):
+        raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
 
 
 def _inverse_dynamics_second(model, data, q, v, a, f_ext):
@@ -28,13 +32,16 @@ def _inverse_dynamics_second(model, data, q, v, a, f_ext):
     G = model.coupling
     if G is None:
         _second_tree(model, data, q, v, a, f_ext)
-        return data.so_first
-    require_finite(q=q, v=v, a=a)
+        return data._so_first
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
     _second_tree(model, data, q_t, v_t, a_t, f_ext)
-    for tree, out in zip(data.so_second, (data.d2tau_dq2, data.d2tau_dv2, data.d2tau_dqdv, data.dM_dq)):
-        out[:, :, :] = np.einsum("ijk,ia,jb,kc->abc", tree, G, G, G, optimize=True)
-    return [G.T @ first @ G for first in data.so_first]
+    inputs = dict(q=q, v=v, a=a, f_ext=f_ext)
+    for tree, out in zip(data._so_second, (data._d2tau_dq2, data._d2tau_dv2, data._d2tau_dqdv, data._dM_dq)):
+        coupled_result(out, np.einsum("ijk,ia,jb,kc->abc", tree, G, G, G, optimize=True), **inputs)
+    first = [G.T @ tree @ G for tree in data._so_first]
+    if not all(np.all(np.isfinite(x)) for x in first):
+        raise non_finite_error(**inputs)
+    return first
 
 
 def rnea_second_derivatives(model, data, q, v, a, f_ext=None):
@@ -77,20 +84,22 @@ def aba_second_derivatives(model, data, q, v, tau, f_ext=None):
     ddq_dv = minus_Minv @ dtau_dv
     # Contractions as stacks of nv x nv products over one derivative index (page-major views that
     # BLAS takes as they are): small products stay single-threaded, which matters on a busy machine.
-    dM_pages, Y, X = data.so_cube
-    dM_pages[:, :, :] = data.dM_dq.transpose(2, 0, 1)  # dM_pages[k] = dM/dq_k
+    dM_pages, Y, X = data._so_cube
+    dM_pages[:, :, :] = data._dM_dq.transpose(2, 0, 1)  # dM_pages[k] = dM/dq_k
     # qq: X[j] = d2tau[:, j, :] + (dM/dq_j) ddq_dq + ((dM/dq_k) ddq_dq[:, j])_k
     np.matmul(dM_pages, ddq_dq, out=Y)  # Y[j, l, k] = (dM/dq_j ddq_dq)[l, k]
-    np.add(data.d2tau_dq2.transpose(1, 0, 2), Y, out=X)
+    np.add(data._d2tau_dq2.transpose(1, 0, 2), Y, out=X)
     np.add(X, Y.transpose(2, 1, 0), out=X)
-    np.matmul(minus_Minv, X, out=data.d2ddq_dq2.transpose(1, 0, 2))
+    np.matmul(minus_Minv, X, out=data._d2ddq_dq2.transpose(1, 0, 2))
     # qv: X[j] = d2tau_dqdv[:, j, :] + (dM/dq_j) ddq_dv
     np.matmul(dM_pages, ddq_dv, out=Y)
-    np.add(data.d2tau_dqdv.transpose(1, 0, 2), Y, out=X)
-    np.matmul(minus_Minv, X, out=data.d2ddq_dqdv.transpose(1, 0, 2))
-    np.matmul(minus_Minv, data.d2tau_dv2.transpose(1, 0, 2), out=data.d2ddq_dv2.transpose(1, 0, 2))
+    np.add(data._d2tau_dqdv.transpose(1, 0, 2), Y, out=X)
+    np.matmul(minus_Minv, X, out=data._d2ddq_dqdv.transpose(1, 0, 2))
+    np.matmul(minus_Minv, data._d2tau_dv2.transpose(1, 0, 2), out=data._d2ddq_dv2.transpose(1, 0, 2))
     # dMinv/dq_k = -Minv (dM/dq_k) Minv
     np.matmul(dM_pages, minus_Minv, out=Y)
     np.matmul(minus_Minv, Y, out=X)
-    np.negative(X.transpose(1, 2, 0), out=data.dMinv_dq)
+    np.negative(X.transpose(1, 2, 0), out=data._dMinv_dq)
+    if not all_finite(data._d2ddq):
+        raise non_finite_error(q=q, v=v, tau=tau, f_ext=f_ext)
     return data.d2ddq_dq2, data.d2ddq_dv2, data.d2ddq_dqdv, data.dMinv_dq

@@ -22,11 +22,15 @@ the parameters are sums over faces (divergence theorem / signed tetrahedra from 
 The per-face loops are @njit kernels on flat arrays (vertices (3 nvert,) float64, faces
 (3 nface,) int64) writing into preallocated outputs; the public functions check the mesh once
 (shapes, finiteness, indices, degenerate faces, closedness, winding, volume) and raise a
-ValueError naming the mesh.
+ValueError naming the mesh. They work on the mesh scaled by a power of two to unit size (exact in
+floating point) with unit density, so every tolerance is relative to the mesh's size and nothing
+under- or overflows before the result is scaled back (m by size^3, h by size^4, I by size^5, each
+times the density); a result too large for float64 is a ValueError naming vertices and density.
 """
 import numpy as np
 from numba import njit
 
+from ..model import as_real_array
 from .parameters import check_physical_consistency
 
 __all__ = ["mesh_inertia", "mesh_inertia_derivatives", "mesh_inertia_kernel",
@@ -37,6 +41,8 @@ __all__ = ["mesh_inertia", "mesh_inertia_derivatives", "mesh_inertia_kernel",
 _DEGENERATE_AREA = 64.0 * np.finfo(np.float64).eps
 # a mesh whose volume is below this times its bounding-box diagonal cubed encloses no volume
 _ZERO_VOLUME = 1e-12
+# powers of the length scale in phi = [m, h, I] and in its derivatives with respect to the vertices
+_PHI_POWERS = np.array([3, 4, 4, 4, 5, 5, 5, 5, 5, 5])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -199,18 +205,24 @@ def _fail(name, message):
 
 
 def _check_mesh(vertices, faces, density, name):
-    """Checked, contiguous float64 vertices (nvert, 3), int64 faces (nface, 3) and float density."""
+    """Checked, contiguous float64 vertices (nvert, 3) scaled to unit size, int64 faces (nface, 3),
+    float density and the exponent e of the scale: the given vertices are 2^e times the returned."""
     try:
-        V = np.array(vertices, dtype=np.float64, order="C")
-    except (TypeError, ValueError) as exc:
-        _fail(name, f"vertices must be an (nvert, 3) array of numbers ({exc})")
+        V = as_real_array("vertices", vertices, "an (nvert, 3) array of numbers")
+    except ValueError as exc:
+        _fail(name, str(exc))
     if V.ndim != 2 or V.shape[1] != 3 or V.shape[0] == 0:
         _fail(name, f"vertices must have shape (nvert, 3) with nvert > 0, got {V.shape}")
     if not np.all(np.isfinite(V)):
         bad = np.flatnonzero(~np.all(np.isfinite(V), axis=1))
         _fail(name, f"vertices must be finite: {bad.size} vertices hold NaN or inf "
                     f"(first: vertex {bad[0]} = {V[bad[0]]})")
-    F_in = np.asarray(faces)
+    try:
+        F_in = np.asarray(faces)
+        if F_in.dtype.kind == "O":  # Python objects (e.g. a list of numpy integers): their values
+            F_in = np.asarray(F_in.tolist())
+    except ValueError:  # ragged
+        _fail(name, f"faces must be an (nface, 3) array of vertex indices, got {type(faces).__name__}")
     if F_in.ndim != 2 or F_in.shape[1] != 3 or F_in.shape[0] == 0:
         _fail(name, f"faces must have shape (nface, 3) with nface > 0 (triangles), got {F_in.shape}")
     if F_in.dtype.kind in "iu":
@@ -222,14 +234,16 @@ def _check_mesh(vertices, faces, density, name):
     nvert = V.shape[0]
     if F.min() < 0 or F.max() >= nvert:
         bad = np.flatnonzero(np.any((F < 0) | (F >= nvert), axis=1))
-        _fail(name, f"face indices must be in [0, {nvert}): {bad.size} faces are out of range "
-                    f"(first: face {bad[0]} = {F[bad[0]].tolist()})")
+        _fail(name, f"face indices must be in [0, {nvert}) for the {nvert} vertices: {bad.size} faces are "
+                    f"out of range (first: face {bad[0]} = {F[bad[0]].tolist()})")
     try:
         rho = float(density)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         _fail(name, f"density must be a number, got {density!r}")
     if not (np.isfinite(rho) and rho > 0.0):
         _fail(name, f"density must be finite and positive, got {rho}")
+    exponent = int(np.frexp(np.max(np.abs(V)))[1])  # max |V| < 2^exponent (0 for a point at 0)
+    V = np.ldexp(V, -exponent)
 
     # degenerate faces: a repeated vertex, or (numerically) collinear corners
     repeated = (F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])
@@ -240,8 +254,8 @@ def _check_mesh(vertices, faces, density, name):
     degenerate = repeated | (area2 <= _DEGENERATE_AREA * longest2)
     if np.any(degenerate):
         bad = np.flatnonzero(degenerate)
-        _fail(name, f"{bad.size} degenerate faces (zero area), first: face {bad[0]} = "
-                    f"{F[bad[0]].tolist()}; remove them before computing inertia")
+        _fail(name, f"{bad.size} degenerate faces (zero area: coincident or collinear vertices), first: "
+                    f"face {bad[0]} = {F[bad[0]].tolist()}; remove them before computing inertia")
 
     # closed and consistently wound: every edge in exactly two faces, once in each direction
     tail = F.reshape(-1)
@@ -265,20 +279,35 @@ def _check_mesh(vertices, faces, density, name):
         _fail(name, f"inconsistent winding: edge ({a}, {b}) is traversed in the same direction by "
                     f"faces {owners[0]} and {owners[1]} ({int(np.sum(dcounts > 1))} such edges); "
                     f"neighbouring faces must run their shared edge in opposite directions")
-    return V, F, rho
+    return V, F, rho, exponent
 
 
-def _checked_phi(V, F, rho, name):
-    """phi of a checked mesh, itself checked: positive volume, physically consistent."""
+def _scaled(name, x, rho, exponent, shift):
+    """x (rows of phi first) of the unit mesh at unit density, for the mesh 2^exponent times larger
+    of density rho: row r times rho 2^((_PHI_POWERS[r] - shift) exponent); ValueError on overflow."""
+    powers = (_PHI_POWERS - shift).reshape((10,) + (1,) * (x.ndim - 1))
+    mantissa, rho_exponent = np.frexp(rho)  # rho = mantissa 2^rho_exponent: one rounding below
+    with np.errstate(over="ignore"):  # an overflow is the ValueError below
+        out = np.ldexp(mantissa * x, powers * exponent + rho_exponent)
+    if not np.all(np.isfinite(out)):
+        _fail(name, f"the inertia overflows float64: vertices up to {2.0 ** min(exponent, 1023):.3g} "
+                    f"in size with density {rho:.3g} (m grows as size^3, I as size^5)")
+    return out
+
+
+def _checked_phi(V, F, exponent, name):
+    """phi of a checked unit mesh at unit density, itself checked: positive volume, physically
+    consistent (the volume quoted in errors is the given mesh's, 2^(3 exponent) times larger)."""
     phi = np.empty(10)
-    mesh_inertia_kernel(V.reshape(-1), F.reshape(-1), rho, phi)
-    volume = phi[0] / rho
+    mesh_inertia_kernel(V.reshape(-1), F.reshape(-1), 1.0, phi)
+    volume = phi[0]
     extent = float(np.linalg.norm(V.max(axis=0) - V.min(axis=0)))
     if abs(volume) <= _ZERO_VOLUME * extent ** 3:
-        _fail(name, f"mesh encloses zero volume ({volume:.3e}); it must bound a solid")
+        _fail(name, f"mesh encloses zero volume ({np.ldexp(volume, 3 * exponent):.3e}); its vertices "
+                    f"must bound a solid")
     if volume < 0.0:
-        _fail(name, f"negative volume ({volume:.6g}): the faces are oriented inwards; "
-                    f"reverse every face's vertex order so normals point outwards")
+        _fail(name, f"negative volume ({np.ldexp(volume, 3 * exponent):.6g}): the faces are oriented "
+                    f"inwards; reverse every face's vertex order so normals point outwards")
     try:
         check_physical_consistency(phi)
     except ValueError as exc:
@@ -302,17 +331,17 @@ def mesh_inertia(vertices, faces, density, name=None):
     distance from the origin relative to its size: ~1e-14 relative at one size away, ~1e-12 at a
     thousand sizes away. Express meshes near their link frame (as URDF meshes are).
     """
-    V, F, rho = _check_mesh(vertices, faces, density, name)
-    return _checked_phi(V, F, rho, name)
+    V, F, rho, exponent = _check_mesh(vertices, faces, density, name)
+    return _scaled(name, _checked_phi(V, F, exponent, name), rho, exponent, 0)
 
 
 def mesh_inertia_derivatives(vertices, faces, density, name=None):
     """d phi / d vertices, shape (10, nvert, 3): dphi[r, v, a] = d phi_r / d vertices[v, a], computed
     analytically (seed sec. 4, eqs. 18, 21, 23-24, 27-28). Vertices used by no face get zeros.
     Checks the mesh exactly as `mesh_inertia` does."""
-    V, F, rho = _check_mesh(vertices, faces, density, name)
-    _checked_phi(V, F, rho, name)
+    V, F, rho, exponent = _check_mesh(vertices, faces, density, name)
+    _checked_phi(V, F, exponent, name)
     flat_v, flat_f = V.reshape(-1), F.reshape(-1)
     dphi = np.empty(10 * flat_v.shape[0])
-    mesh_inertia_derivatives_kernel(flat_v, flat_f, rho, dphi)
-    return dphi.reshape(10, V.shape[0], 3)
+    mesh_inertia_derivatives_kernel(flat_v, flat_f, 1.0, dphi)
+    return _scaled(name, dphi.reshape(10, V.shape[0], 3), rho, exponent, 1)

@@ -16,7 +16,8 @@ from .kinematics import joint_transforms, world_poses
 def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, R, p, oR, op, oS, oV,
         phi_world, c, IA, pA, U, D, u, A, tmp6, ddq):
     """ddq = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i); A receives the bodies' spatial
-    accelerations in the root frame. Returns False, computing nothing, when q, v or tau is not finite."""
+    accelerations in the root frame. Returns False, computing nothing, when q, v or tau is not finite,
+    and False when ddq is not (overflow)."""
     if not (all_finite(q) and all_finite(v) and all_finite(tau)):
         return False
     nb = q.shape[0]
@@ -74,4 +75,4 @@ def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, 
         ddq[i] = (u[i] - dot6(U[i], A[i])) / D[i]
         for k in range(6):
             A[i, k] += oS[i, k] * ddq[i]
-    return True
+    return all_finite(ddq)

@@ -19,7 +19,8 @@ from .kinematics import joint_transforms, world_poses
 @njit(cache=True)
 def world_motion(parents, screw_axes, home_R, home_p, q, v, a, R, p, oR, op, oS, oV, oA, tmp6):
     """World poses (oR, op), joint screws oS, body twists oV and accelerations oA (gravity left
-    out). Returns False, computing nothing, when q, v or a is not finite."""
+    out). Returns False, computing nothing, when q, v or a is not finite, and False when a result is
+    not (overflow)."""
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
@@ -33,7 +34,7 @@ def world_motion(parents, screw_axes, home_R, home_p, q, v, a, R, p, oR, op, oS,
         cross_motion(oV[i], oS[i], Sdot)
         for k in range(6):
             oA[i, k] = oS[i, k] * a[i] + Sdot[k] * v[i] + (0.0 if j < 0 else oA[j, k])
-    return True
+    return all_finite(op) and all_finite(oV) and all_finite(oA)
 
 
 @njit(cache=True)

@@ -18,7 +18,8 @@ from .kinematics import joint_transforms, world_poses
 @njit(cache=True)
 def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS, oV, oPsi,
                     oIc, oBc, X, tmp6, tmp66, C):
-    """C into `C`; returns False, computing nothing, when q or v is not finite."""
+    """C into `C`; returns False, computing nothing, when q or v is not finite, and False when C is
+    not (overflow)."""
     if not (all_finite(q) and all_finite(v)):
         return False
     nb = q.shape[0]
@@ -77,4 +78,4 @@ def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op
             if a != d:
                 C[d, a] = dot6(g1, oPsi[a]) + dot6(g2, oS[a])
             a = parents[a]
-    return True
+    return all_finite(C)

@@ -12,7 +12,8 @@ from .kinematics import joint_transforms, world_poses
 
 @njit(cache=True)
 def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_composite, F, M):
-    """M(q), full symmetric. Returns False, computing nothing, when q is not finite."""
+    """M(q), full symmetric. Returns False, computing nothing, when q is not finite, and False when M
+    is not (overflow)."""
     if not all_finite(q):
         return False
     nb = q.shape[0]
@@ -37,4 +38,4 @@ def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_comp
             M[j, i] = dot6(oS[j], F[i])
             M[i, j] = M[j, i]
             j = parents[j]
-    return True
+    return all_finite(M)

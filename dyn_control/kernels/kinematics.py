@@ -99,13 +99,13 @@ def world_poses(parents, R, p, oR, op):
 @njit(cache=True)
 def forward_kinematics(parents, screw_axes, home_R, home_p, frame_body, frame_R, frame_p, q, R, p,
                        oR, op, out):
-    """World poses of all bodies (oR, op) and frames (out, 4x4); False if q is not finite."""
+    """World poses of all bodies (oR, op) and frames (out, 4x4); False if q or the poses are not finite."""
     if not all_finite(q):
         return False
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
     world_poses(parents, R, p, oR, op)
     frame_poses(frame_body, frame_R, frame_p, oR, op, out)
-    return True
+    return all_finite(out)
 
 
 @njit(cache=True)
@@ -151,13 +151,13 @@ def frame_jacobian(parents, screw_axes, home_R, home_p, q, path, R, p, oR, op, b
     """6 x nb Jacobian of a frame placed at (frame_R, frame_p) on `body`, angular rows first:
     WORLD: spatial velocity in the root frame at the root origin; LOCAL: twist in the frame;
     LOCAL_WORLD_ALIGNED: angular velocity and the frame origin's velocity, in root axes.
-    Returns False, computing nothing, when q is not finite."""
+    Returns False, computing nothing, when q is not finite, and False when J is not."""
     if not all_finite(q):
         return False
     if body >= 0:
         support_poses(parents, screw_axes, home_R, home_p, q, body, path, R, p, oR, op)
     _frame_jacobian(parents, screw_axes, oR, op, body, frame_R, frame_p, reference, J)
-    return True
+    return all_finite(J)
 
 
 @njit(cache=True)

@@ -106,8 +106,8 @@ def body_inertias(phi, oR, op, ophi, IA):
 def minverse(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, ophi, vectors, IA, Fm,
              subtree_end, Dinv, Minv):
     """M(q)^-1 (full symmetric). vectors: the stack of rnea_derivatives (rows 0: s, 8: U).
-    Returns OK, NON_FINITE (computing nothing) when q is not finite, or the index of a joint
-    where M(q) is singular."""
+    Returns OK, NON_FINITE when q (computing nothing) or Minv is not finite, or the index of a
+    joint where M(q) is singular."""
     if not all_finite(q):
         return NON_FINITE
     oS = vectors[0]
@@ -116,7 +116,10 @@ def minverse(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, ophi, ve
     for i in range(q.shape[0]):
         motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
     body_inertias(phi, oR, op, ophi, IA)
-    return articulated_inverse(parents, oS, IA, vectors[8], Dinv, Fm, subtree_end, Minv)
+    status = articulated_inverse(parents, oS, IA, vectors[8], Dinv, Fm, subtree_end, Minv)
+    if status == OK and not all_finite(Minv):
+        return NON_FINITE
+    return status
 
 
 @njit(cache=True)
@@ -181,8 +184,8 @@ def aba_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_ac
                     op, ophi_c, vectors, tmp6, IA, Fm, subtree_end, joint_work, ddq, out):
     """ddq = FD(q, v, tau, f_ext); out[3], out[4], out[5] = Minv = d ddq / d tau, d ddq / d q,
     d ddq / d v, and out[0..2] the inverse-dynamics derivatives at ddq (as rnea_derivatives).
-    joint_work: rows 1 / D, zeros. Returns OK, NON_FINITE (computing nothing) when q, v or tau is
-    not finite, or the index of a joint where M(q) is singular."""
+    joint_work: rows 1 / D, zeros. Returns OK, NON_FINITE when q, v or tau (computing nothing) or a
+    result is not finite, or the index of a joint where M(q) is singular."""
     if not (all_finite(q) and all_finite(v) and all_finite(tau)):
         return NON_FINITE
     nb = q.shape[0]
@@ -208,4 +211,6 @@ def aba_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_ac
                         tmp6, dtau_dq, dtau_dv, out[2])
     times_minus_minv(parents, subtree_end, Minv, dtau_dq, out[4])
     times_minus_minv(parents, subtree_end, Minv, dtau_dv, out[5])
+    if not (all_finite(ddq) and all_finite(out)):
+        return NON_FINITE
     return OK

@@ -13,9 +13,11 @@ so Y[k, 10 i: 10 i + 10] = s^T A_i with s = joint k's screw expressed in body i'
 from numba import njit
 
 from ..spatial import motion_to_child, motion_to_parent
-from .inputs import all_finite
+from .inputs import all_below, all_finite
 from .kinematics import joint_transforms, world_poses
 from .rnea import body_motion
+
+BOUND = 1e18  # see the end of regressor()
 
 
 @njit(cache=True, inline="always")
@@ -50,7 +52,7 @@ def body_regressor_row(s, w, alpha, b, Y, row, col):
 def regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR, op, oS, V, Vdot,
               tmp6, Y):
     """Y (nb, 10 nb) with tau = Y phi (phi of all bodies stacked). tmp6: (>= 3, 6) scratch.
-    Returns False, computing nothing, when q, v or a is not finite."""
+    Returns False, computing nothing, when q, v or a is not finite, and False when Y is not."""
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
     nb = q.shape[0]
@@ -78,4 +80,11 @@ def regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR
             motion_to_child(oR[i], op[i], oS[k], s)
             body_regressor_row(s, w, alpha, b, Y, k, 10 * i)
             k = parents[k]
-    return True
+    # Each entry of Y is a sum of products of a joint screw in a body frame (bounded through the
+    # screw axes and body positions) with a body's twist and acceleration terms: it stays below
+    # 1e100 while those are all below BOUND; only beyond may the state overflow, so only then is Y
+    # itself checked (a pass over all of it would cost more than the regressor of a sparse tree)
+    if (all_below(screw_axes, BOUND) and all_below(op, BOUND) and all_below(V, BOUND)
+            and all_below(Vdot, BOUND)):
+        return True
+    return all_finite(Y)

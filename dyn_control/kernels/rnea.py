@@ -32,7 +32,7 @@ def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R
     """tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i.
 
     base_accel is the root's acceleration [0; -g] (gravity as a fictitious base acceleration).
-    Returns False, computing nothing, when q, v or a is not finite.
+    Returns False, computing nothing, when q, v or a is not finite, or when tau is not (overflow).
     """
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
@@ -56,4 +56,4 @@ def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R
         j = parents[i]
         if j >= 0:
             force_to_parent_add(R[i], p[i], F[i], F[j])
-    return True
+    return all_finite(tau)

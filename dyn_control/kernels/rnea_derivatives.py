@@ -205,7 +205,7 @@ def rnea_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_acc
     """out[0], out[1], out[2] = d tau / d q, d tau / d v and M(q) = d tau / d a of
     tau = rnea(q, v, a, f_ext). vectors: (>= 8, nb, 6) root-frame workspace, in the order
     s, v, a, l_c, Bsym_c, F, alpha, beta. Returns False, computing nothing, when q, v or a is not
-    finite."""
+    finite, and False when a result is not (overflow)."""
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
     oS, oV, oA, oL_c = vectors[0], vectors[1], vectors[2], vectors[3]
@@ -215,4 +215,4 @@ def rnea_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_acc
                  oF_c, tmp6)
     derivative_matrices(parents, base_accel, oS, oV, oA, ophi_c, oL_c, oB_sym, oF_c, oAlpha, oBeta,
                         tmp6, out[0], out[1], out[2])
-    return True
+    return all_finite(out[0]) and all_finite(out[1]) and all_finite(out[2])

@@ -154,7 +154,8 @@ def twist_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_ac
     """out = d tau / d eta (nbodies, 6 nbodies) of tau = rnea(q, v, a, f_ext) at eta = 0.
     vectors: (>= 6, nb, 6) root-frame workspace in the order of rnea_derivatives (s, v, a, l_c,
     Bsym_c, F); eta_columns (2, nb, 6, 6): alpha and beta of every column; eta_pose (4, 3);
-    tmp6 (12, 6). Returns False, computing nothing, when q, v or a is not finite."""
+    tmp6 (12, 6). Returns False, computing nothing, when q, v or a is not finite, and False when
+    out is not (overflow)."""
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
     oS, oV, oA, oL_c, oB_sym, oF_c = vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5]
@@ -163,4 +164,4 @@ def twist_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_ac
                  oF_c, tmp6)
     twist_derivative_matrix(parents, home_R, home_p, v, a, oR, op, oS, oV, oA, ophi_c, oL_c, oB_sym,
                             oF_c, eta_columns[0], eta_columns[1], eta_pose[:3], eta_pose[3], tmp6, out)
-    return True
+    return all_finite(out)

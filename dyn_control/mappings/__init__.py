@@ -14,6 +14,8 @@ Mappings are plugins: a package adds a mechanism by declaring an entry point in 
 and users get it with `dc.load_mapping("my_linkage", model, **parameters)`.
 """
 import abc
+import inspect
+import numbers
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
@@ -101,8 +103,11 @@ def load_mapping(name, model, config=None, **params):
     the equivalent-tree `model` with its parameters, given as a dict `config` (e.g. the `parameters`
     of config/five_bar.yaml), as keywords, or both (keywords win).
 
-    ValueError when no plugin has that name; MappingPluginError, naming the plugin, when it fails to
-    import or is not a ClosedChainMapping."""
+    ValueError when no plugin has that name or its __init__ does not take a parameter given (named in
+    the message; the plugin checks the values); MappingPluginError, naming the plugin, when it fails
+    to import or is not a ClosedChainMapping."""
+    if not isinstance(name, str):
+        raise ValueError(f"the name of a closed-chain mapping must be a string, got {name!r}")
     matches = [ep for ep in _mapping_entry_points() if ep.name == name]
     if not matches:
         installed = ", ".join(available_mappings()) or "none"
@@ -119,7 +124,17 @@ def load_mapping(name, model, config=None, **params):
                                  f"dyn_control.mappings.ClosedChainMapping subclass")
     if config is not None and not isinstance(config, dict):
         raise ValueError(f"config of mapping {name!r} must be a dict of parameters, got {type(config).__name__}")
-    return mapping_class(model, **{**(config or {}), **params})
+    params = {**(config or {}), **params}
+    not_names = [key for key in params if not isinstance(key, str)]
+    if not_names:
+        raise ValueError(f"parameters of mapping {name!r} must be named by strings, got {not_names!r}")
+    signature = inspect.signature(mapping_class)
+    try:
+        signature.bind(model, **params)
+    except TypeError as exc:
+        takes = ", ".join(list(signature.parameters)[1:])
+        raise ValueError(f"mapping {name!r}: {exc} (it takes {takes})") from None
+    return mapping_class(model, **params)
 
 
 @dataclass
@@ -147,6 +162,10 @@ def simulate_closed_chain(mapping, model, reference, duration, dt, kp, kd, theta
     previous one), so the passive joints never drift. Starts on the reference unless theta_a0,
     dtheta_a0 are given. Returns a ClosedChainRun.
     """
+    if not (isinstance(duration, numbers.Real) and 0.0 <= duration < np.inf):
+        raise ValueError(f"duration must be a finite number >= 0, got {duration!r}")
+    if not (isinstance(dt, numbers.Real) and 0.0 < dt < np.inf):
+        raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
     data = model.create_data()
     steps = int(round(duration / dt))
     theta_d, dtheta_d, _ = reference(0.0)

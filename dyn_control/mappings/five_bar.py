@@ -20,6 +20,7 @@ bias of a frame is b(q, v) = dJ/dt v = sum_{j<l} v_j v_l ad(J_j) J_l, and the cl
 accelerations satisfy K a + h = 0 with h = P (b_A - b_B).
 """
 import math
+import numbers
 
 import numpy as np
 
@@ -31,6 +32,14 @@ from . import ClosedChainMapping
 
 CLOSED_TOLERANCE = 1e-6      # a configuration given as closed may miss the closure by this much
 MAX_NEWTON_STEP = 0.5        # rad, the longest Newton step on the passive joints
+MAX_CONTINUATION_STEPS = 1000  # complete() refuses a move that needs more continuation steps
+# ranges of the numeric parameters: (low, high, integer)
+PARAMETER_RANGES = {
+    "tolerance": (1e-15, CLOSED_TOLERANCE, False),
+    "max_iterations": (1, 200, True),
+    "singular_tolerance": (0.0, 1.0, False),
+    "continuation_step": (1e-3, math.pi, False),
+}
 
 
 def _structure_constants():
@@ -47,6 +56,34 @@ def _structure_constants():
 
 
 _LIE = _structure_constants()
+
+
+def _parameter(name, value):
+    """A numeric parameter checked against PARAMETER_RANGES, or a ValueError naming it."""
+    low, high, integer = PARAMETER_RANGES[name]
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not low <= value <= high:
+        raise ValueError(f"five_bar: {name} must be {'an integer' if integer else 'a number'} in "
+                         f"[{low:g}, {high:g}], got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _as_list(name, value, expected):
+    """value (a sequence, not a string) as a list, or a ValueError naming the parameter."""
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError
+        return list(value)
+    except TypeError:
+        raise ValueError(f"five_bar: {name} must be {expected}, got {value!r}") from None
+
+
+def _named(name, lookup, value):
+    """lookup(value), its ValueError prefixed by the parameter's name."""
+    try:
+        return lookup(value)
+    except ValueError as exc:
+        raise ValueError(f"five_bar: {name}: {exc}") from None
 
 
 def _ad(A, B):
@@ -139,8 +176,9 @@ class FiveBarMapping(ClosedChainMapping):
       max_iterations: Newton iterations per solve.
       singular_tolerance: the passive joints are singular where the smallest singular value of
         g_p falls below it.
-      continuation_step: without a guess, complete() moves the active joints from the reference in
-        steps of at most this many radians.
+      continuation_step: complete() moves the active joints from the guess (or the reference) in
+        steps of at most this many radians, at most MAX_CONTINUATION_STEPS of them.
+    Numeric parameters must lie in PARAMETER_RANGES; every bad parameter is a ValueError naming it.
     """
 
     def __init__(self, model, active_joints=("joint1", "joint4"), cut_joint="joint5", cut_link="link3",
@@ -150,42 +188,45 @@ class FiveBarMapping(ClosedChainMapping):
             raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
         if model.coupling is not None:
             raise ValueError("five_bar: models with mimic-coupled joints are not supported")
+        self.tolerance = _parameter("tolerance", tolerance)
+        self.max_iterations = _parameter("max_iterations", max_iterations)
+        self.singular_tolerance = _parameter("singular_tolerance", singular_tolerance)
+        self.continuation_step = _parameter("continuation_step", continuation_step)
         super().__init__(model)
         self._data = model.create_data()   # kinematics workspace of the mapping
         nv = model.nv
-        active = [model.joint_index(name) for name in active_joints]
+        names = _as_list("active_joints", active_joints, "a list of joint names")
+        active = [_named("active_joints", model.joint_index, name) for name in names]
         if len(set(active)) != len(active) or not active:
-            raise ValueError(f"active_joints must name distinct joints, got {list(active_joints)}")
+            raise ValueError(f"five_bar: active_joints must name distinct joints, got {names}")
         self.active_indices = np.array(active, dtype=np.int64)
         self._later = np.triu(np.ones((nv, nv)), 1)   # [j, l] = 1 when joint l comes after joint j
         self.passive_indices = np.array([i for i in range(nv) if i not in active], dtype=np.int64)
 
-        cut_body = model.joint_index(cut_joint)
+        cut_body = _named("cut_joint", model.joint_index, cut_joint)
         if np.any(model.phi[cut_body] != 0.0) or np.any(model.parents == cut_body):
             raise ValueError(f"cut_joint {cut_joint!r}: its child link {model.body_names[cut_body]!r} must "
                              f"be a massless leaf (the copy of {cut_link!r} closing the loop)")
         self.cut_joint = cut_joint
         self.cut_link = cut_link
-        self._frame_a = model.frame_id(cut_link)
+        self._frame_a = _named("cut_link", model.frame_id, cut_link)
         self._frame_b = model.frame_id(model.body_names[cut_body])
 
-        comp = np.array(closure_components, dtype=np.int64).reshape(-1)
-        if comp.size != self.passive_indices.size or len(set(comp.tolist())) != comp.size or \
-                np.any((comp < 0) | (comp > 5)):
-            raise ValueError(f"closure_components must be {self.passive_indices.size} distinct indices "
-                             f"in 0..5 (one per passive joint), got {list(closure_components)}")
-        self.closure_components = comp
-        self.tolerance = float(tolerance)
-        self.max_iterations = int(max_iterations)
-        self.singular_tolerance = float(singular_tolerance)
-        self.continuation_step = float(continuation_step)
+        n_passive = self.passive_indices.size
+        expected = f"{n_passive} distinct indices in 0..5 (one per passive joint)"
+        comp = _as_list("closure_components", closure_components, expected)
+        if not (all(isinstance(c, numbers.Integral) and 0 <= c <= 5 for c in comp)
+                and len(comp) == len(set(comp)) == n_passive):
+            raise ValueError(f"five_bar: closure_components must be {expected}, got {closure_components!r}")
+        self.closure_components = np.array(comp, dtype=np.int64)
 
         if reference_configuration is None:
             reference_configuration = np.zeros(nv)
         guess = as_finite_array("reference_configuration", reference_configuration, (nv,))
         reference = guess.copy()
         if self._newton(reference)[1] is None:
-            raise ValueError("reference_configuration: no closed configuration found near it")
+            raise ValueError(f"five_bar: reference_configuration: no closed configuration found near it "
+                             f"(Newton with tolerance {self.tolerance:g}, max_iterations {self.max_iterations})")
         self.reference_configuration = reference
 
     # ------------------------------------------------------------------------------------------
@@ -259,7 +300,12 @@ class FiveBarMapping(ClosedChainMapping):
         else:
             q = as_finite_array("guess", guess, (self.model.nv,)).copy()
         start = q[self.active_indices].copy()
-        steps = max(1, math.ceil(np.max(np.abs(theta_a - start)) / self.continuation_step))
+        distance = np.max(np.abs(theta_a - start))
+        if distance > MAX_CONTINUATION_STEPS * self.continuation_step:
+            start_name = "reference configuration" if guess is None else "guess"
+            raise ValueError(f"five_bar: theta_a is {distance:.3g} rad from the {start_name}, more than "
+                             f"{MAX_CONTINUATION_STEPS} continuation steps of {self.continuation_step:g} rad")
+        steps = max(1, math.ceil(distance / self.continuation_step))
         for k in range(1, steps + 1):
             q[self.active_indices] = start + (theta_a - start) * (k / steps)
             residual, J_A, J_B = self._newton(q)
