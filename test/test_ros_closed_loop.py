@@ -29,7 +29,9 @@ ROBOTS = {
 TRACKING_TOLERANCE = {"builtin": 1e-3, "mujoco": 5e-3}   # [rad] RMS after 2 s
 AMPLITUDE, FREQUENCY = 0.3, 0.5
 FORCE = [0.0, 0.0, -10.0]
-PULSE_START, RUN_TIME = 3.5, 5.4
+# the simulator's clock starts at the first command, once the node processes have found each other
+# over DDS (up to ~3 s after activation): RUN_TIME leaves room for that
+PULSE_START, RUN_TIME = 3.5, 8.0
 TRACKING_START, NO_FORCE_START = 2.0, 1.0
 SETTLING = 0.5
 

@@ -23,6 +23,9 @@ pytestmark = pytest.mark.ros
 
 CONFIG = os.path.join(config_dir(), "five_bar_demo.yaml")
 DURATION = 10.0
+# the loop closes once the two node processes have found each other over DDS: up to ~3 s (Fast DDS
+# announces participants every 3 s after its first burst)
+RECORDED = DURATION - 3.5
 TRACKING_START = 1.0     # [s] after the first ~/desired: the start transient of the sine's velocity
 
 
@@ -37,7 +40,7 @@ def test_active_joints_track_the_sine(run):
     assert run.names["desired"] == ["joint1", "joint4"]
     t, error = run.tracking_error()
     seconds = (t - t.min()) * 1e-9
-    assert seconds.max() > DURATION - 1.0, f"only {seconds.max():.1f} s recorded"
+    assert seconds.max() > RECORDED, f"only {seconds.max():.1f} s recorded"
     window = seconds >= TRACKING_START
     assert window.sum() > 400, f"only {window.sum()} paired samples"
     rms = np.sqrt(np.mean(error[window] ** 2, axis=0))
@@ -58,7 +61,7 @@ def test_published_joint_states_close_the_loop(run):
     names = run.names["joint_states"]
     order = [names.index(pm.names[j]) for j in range(1, pm.njoints)]
     positions = run.values("joint_states", 0)
-    assert len(positions) > 0.9 * DURATION * 250
+    assert len(positions) > 0.9 * RECORDED * 250
     worst = 0.0
     for q in positions[::5]:
         pinocchio.framesForwardKinematics(pm, pd, q[order])

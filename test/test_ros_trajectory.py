@@ -20,7 +20,7 @@ NAMES = ["arm7_joint4", "arm7_joint2", "arm7_joint6"]
 COLUMNS = [3, 1, 5]
 POINTS = [(0.8, [-2.2, -0.6, 1.7], [0.2, 0.1, 0.0]), (1.6, [-2.0, -0.5, 1.9], [0.1, 0.0, -0.1]),
           (2.4, [-2.1, -0.7, 1.8], [0.0, 0.0, 0.0])]
-SEND_AT = 1.0      # [s] after activation
+SEND_AT = 0.5      # [s] after the first ~/desired (the loop closes once the nodes found each other)
 
 
 class TrajectoryMonitor(RecordingMonitor):
@@ -30,10 +30,13 @@ class TrajectoryMonitor(RecordingMonitor):
         super().start(node)
         self.publisher = node.create_publisher(JointTrajectory, "/dyn_controller/joint_trajectory", 10)
         self.sent = False
+        self.closed = None      # when the first ~/desired arrived [s after activation]
 
     def status(self, phase, elapsed):
         super().status(phase, elapsed)
-        if phase == "run" and elapsed >= SEND_AT and not self.sent:
+        if self.recorder.count("desired") and self.closed is None:
+            self.closed = elapsed
+        if phase == "run" and self.closed is not None and elapsed >= self.closed + SEND_AT and not self.sent:
             msg = JointTrajectory(joint_names=NAMES)
             for t, positions, velocities in POINTS:
                 msg.points.append(JointTrajectoryPoint(
@@ -49,7 +52,8 @@ def test_a_trajectory_by_joint_name_is_tracked(tmp_path):
     simulator = {"urdf_path": ARM7, "initial_positions": Q0.tolist()}
     monitor = TrajectoryMonitor()
     params = write_parameter_file(tmp_path / "params.yaml", {"dyn_controller": controller, "dyn_simulator": simulator})
-    assert bringup(params, SEND_AT + POINTS[-1][0] + 1.5, monitor) == 0
+    assert bringup(params, 3.5 + SEND_AT + POINTS[-1][0] + 1.5, monitor) == 0
+    assert monitor.sent
     r = monitor.recorder
     desired = r.values("desired", 0)
     moving = np.flatnonzero(np.any(np.abs(desired - Q0) > 1e-9, axis=1))

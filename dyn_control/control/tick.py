@@ -37,6 +37,7 @@ from ..kernels.regressor import regressor
 from ..kernels.rnea import rnea
 from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
+from .trajectory import Trajectory
 
 # entries of the scalar field `s`: inputs (set by the caller) ...
 (S_T, S_OMEGA, S_DT, S_POINT, S_NEW_SAMPLE, S_RESET, S_HAS_EFFORT, S_SAFE, S_SAFE_ZERO,
@@ -148,8 +149,8 @@ class ControllerTick:
         controller_tick(self.f.flat, self.f.offsets, self.i.flat, self.i.offsets)
 
     def warm_up(self):
-        """Run the kernel once with every branch on, on these buffers, so Numba compiles it (or
-        loads it from its cache) now; then reset()."""
+        """Run the kernel once with every branch on, on these buffers, and the trajectory sampler,
+        so Numba compiles them (or loads them from its cache) now; then reset()."""
         s = self.f.s
         for flag in (S_ESTIMATE, S_RESET, S_GRADIENTS, S_TWIST, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST):
             s[flag] = 1.0
@@ -159,6 +160,9 @@ class ControllerTick:
         self.tick()
         for flag in (S_ESTIMATE, S_GRADIENTS, S_TWIST):
             s[flag] = 0.0
+        f = self.f
+        Trajectory.through(0.0, (f.q, f.v, f.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
+            0.5, f.q_d, f.v_d, f.a_d)     # the trajectory sampler the loop calls
         self.reset()
 
     def reset(self):

@@ -135,6 +135,8 @@ def bringup(config, duration=None, monitor=None):
         if status is not None:
             status.stop()
             monitor.stop()
+        for child in children:       # all at once: a simulator left alone drops its robot
+            child.interrupt()
         for child in children:
             child.end()
         executor.shutdown()
@@ -165,10 +167,15 @@ class _NodeProcess:
         from lifecycle_msgs.srv import ChangeState
         self.client = node.create_client(ChangeState, f"{self.path}/change_state")
 
-    def end(self, timeout=5.0):
-        """SIGINT (the node deactivates itself, publishing its safe command), then SIGKILL."""
+    def interrupt(self):
+        """SIGINT: the node deactivates itself (a controller publishes its safe command) and exits."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
+
+    def end(self, timeout=5.0):
+        """interrupt(), then wait for the process; SIGKILL after `timeout` seconds."""
+        if self.process.poll() is None:
+            self.interrupt()
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:

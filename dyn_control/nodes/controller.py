@@ -320,6 +320,8 @@ class ControllerNode(LoopNode):
             closed = c.mapping.reference_configuration
             self._closed_chain_torque(closed, np.zeros(c.model.nv), c.tau)
             c.law.safe_torque(closed, c.v, c.damping, "gravity", out=c.tau)
+            Trajectory.through(0.0, (c.q, c.v, c.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
+                0.5, c.q_d, c.v_d, c.a_d)
         c.tau[:] = 0.0
         self.compile_time = time.perf_counter() - start
         self.warmup_progress = f"compiled in {self.compile_time:.1f} s"
