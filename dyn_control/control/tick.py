@@ -32,7 +32,7 @@ from numba import njit
 from ..kernels.coriolis import coriolis_matrix
 from ..kernels.crba import crba
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
-from ..kernels.packed import Packed, field1, field2, field3, field4, field_indices
+from ..kernels.packed import Packed, copy_model, field1, field2, field3, field4, field_indices
 from ..kernels.regressor import regressor
 from ..kernels.rnea import rnea
 from ..kernels.twist_derivatives import twist_derivatives
@@ -129,12 +129,7 @@ class ControllerTick:
 
     def set_model(self, model):
         """Use `model` (the same robot, e.g. adapted inertial parameters) from the next tick on."""
-        f = self.f
-        f.screw_axes[:] = model.screw_axes
-        f.home_R[:] = model.home_R
-        f.home_p[:] = model.home_p
-        f.phi[:] = model.phi
-        f.base_accel[:] = model.base_accel
+        copy_model(model, self.f)
         self.model = model
 
     def shift_momentum(self, old_model):

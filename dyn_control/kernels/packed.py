@@ -23,6 +23,16 @@ class Packed:
             setattr(self, name, self.flat[self.offsets[k]:self.offsets[k + 1]].reshape(shape))
 
 
+def copy_model(model, packed):
+    """The model's arrays (screw axes, home poses, inertial parameters, base acceleration) into the
+    fields of the same names of `packed`."""
+    packed.screw_axes[:] = model.screw_axes
+    packed.home_R[:] = model.home_R
+    packed.home_p[:] = model.home_p
+    packed.phi[:] = model.phi
+    packed.base_accel[:] = model.base_accel
+
+
 def field_indices(fields):
     """{name: k} for a field list, the constants the kernels index offsets with."""
     return {name: k for k, (name, _) in enumerate(fields)}

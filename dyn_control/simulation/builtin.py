@@ -30,7 +30,7 @@ from ..dynamics import as_vector, jacobian
 from ..kernels.aba import aba
 from ..kernels.crba import crba
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
-from ..kernels.packed import Packed, field1, field2, field3, field_indices
+from ..kernels.packed import Packed, copy_model, field1, field2, field3, field_indices
 
 # entries of the scalar field `s`
 S_DT, S_HAS_WRENCH, S_DAMPED, S_FRAME_BODY, NS = range(5)
@@ -74,11 +74,7 @@ class BuiltinSimulator:
         self.f = Packed(float_fields(nb))
         self.i = Packed([("parents", (nb,)), ("path", (nb,))], dtype=np.int64)
         f = self.f
-        f.screw_axes[:] = model.screw_axes
-        f.home_R[:] = model.home_R
-        f.home_p[:] = model.home_p
-        f.phi[:] = model.phi
-        f.base_accel[:] = model.base_accel
+        copy_model(model, f)
         f.damping[:] = as_gain("damping", model.damping if damping is None else damping, nb)
         f.s[S_DT] = self.dt
         f.s[S_DAMPED] = float(np.any(f.damping > 0.0))
