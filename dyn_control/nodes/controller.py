@@ -106,9 +106,9 @@ PARAMETERS = (
 
 def check_values(values, njoints=None):
     """Range checks beyond the types; njoints (when known) checks per-joint list lengths."""
-    def positive(name, upper=math.inf):
-        if not 0.0 < values[name] <= upper:
-            raise ValueError(f"parameter {name}: must be > 0 and <= {upper:g}, got {values[name]!r}")
+    def positive(name):
+        if not values[name] > 0.0:
+            raise ValueError(f"parameter {name}: must be > 0, got {values[name]!r}")
 
     def non_negative(name):
         if any(x < 0.0 for x in np.atleast_1d(values[name])):
