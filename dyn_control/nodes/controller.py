@@ -37,6 +37,7 @@ from .closed_chain import PARAMETER_PREFIX, node_mapping
 from .inputs import ACCEPTED, JointStateReader, reference_from_point, stamp_ns
 from .lifecycle import LoopNode, spin
 from .params import Param
+from .rcl_io import RawPublisher
 from .robot import (check_forward_controller_joints, coordinate_effort_limits, joint_indices, load_robot,
                     parameter_files, per_joint)
 from .timing import RealtimeLoop, default_cpu
@@ -256,7 +257,8 @@ class ControllerNode(LoopNode):
         c.twist_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/twist_gradient", qos.STATE)
         c.twist_labels_pub = self.create_publisher(String, "~/twist_labels", qos.LATCHED)
         c.estimate_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/inertial_parameters", qos.STATE)
-        c.joint_states = qos.PolledSubscription(self, JointState, values["joint_states_topic"], qos.SENSOR_DATA)
+        c.joint_states = qos.PolledSubscription(self, JointState, values["joint_states_topic"], qos.SENSOR_DATA,
+                                                ring_capacity=qos.RING_CAPACITY)
         c.reference_sub = self.create_subscription(JointTrajectoryPoint, "~/reference", self._on_reference,
                                                    qos.STATE)
         c.trajectory_sub = self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory,
@@ -298,6 +300,8 @@ class ControllerNode(LoopNode):
         twist.layout.dim = [MultiArrayDimension(label="joints", size=nb, stride=6 * nb),
                             MultiArrayDimension(label="components", size=6, stride=6)]
         c.twist_raw = RawMessage(twist, {"data": twist.data})
+        for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist"):
+            setattr(c, f"{name}_out", RawPublisher(getattr(c, f"{name}_pub"), getattr(c, f"{name}_raw")))
         if c.mapping is None:
             c.labels_pub.publish(String(data="\n".join(c.tick_kernel.labels)))
             if c.twist_enabled:
@@ -494,7 +498,7 @@ class ControllerNode(LoopNode):
         else:
             self._closed_chain_tick(t)
             c.command_raw.views["data"][:] = c.tau[c.controlled]
-        c.command_pub.publish(c.command_raw.bytes())
+        c.command_out.publish()
         c.tick += 1
         # the every-N-ticks messages, each on a tick of its own
         if publish_phase == 0:
@@ -505,7 +509,7 @@ class ControllerNode(LoopNode):
             self._publish_gradient()
         if c.mapping is None and s[T.S_WANT_TWIST]:
             c.twist_raw.views["data"][:] = c.tick_kernel.f.twist_gradient
-            c.twist_pub.publish(c.twist_raw.bytes())
+            c.twist_out.publish()
 
     def _take_joint_state(self, now):
         """Take every queued joint state and parse them newest first until one is accepted: the
@@ -560,7 +564,7 @@ class ControllerNode(LoopNode):
         m.views["position"][:] = c.q_d[c.controlled]
         m.views["velocity"][:] = c.v_d[c.controlled]
         m.views["effort"][:] = c.tau[c.controlled]
-        c.desired_pub.publish(m.bytes())
+        c.desired_out.publish()
 
     def _publish_estimates(self):
         """~/external_torque and ~/wrench_estimate (computed by this tick's kernel call)."""
@@ -569,14 +573,14 @@ class ControllerNode(LoopNode):
         m = c.external_raw
         m.set_stamp(stamp)
         m.views["effort"][:] = c.tau_ext
-        c.external_pub.publish(m.bytes())
+        c.external_out.publish()
         if c.s[T.S_WRENCH_OK]:
             w = c.tick_kernel.f.wrench
             m = c.wrench_raw
             m.set_stamp(stamp)
             m.views["torque"][:] = w[:3]
             m.views["force"][:] = w[3:]
-            c.wrench_pub.publish(m.bytes())
+            c.wrench_out.publish()
 
     def _publish_gradient(self):
         """~/parameter_gradient and, when adapting, one adaptation step (on a full window) after
@@ -587,14 +591,14 @@ class ControllerNode(LoopNode):
             c.tick_kernel.clear_window()
             return
         c.gradient_raw.views["data"][:] = gradient
-        c.gradient_pub.publish(c.gradient_raw.bytes())
+        c.gradient_out.publish()
         if c.adaptation is not None and c.s[T.S_COUNT] == c.tick_kernel.window:
             c.adaptation.update(gradient)
             old = c.tick_kernel.model
             c.tick_kernel.set_model(c.adaptation.model())
             c.tick_kernel.shift_momentum(old)
             c.estimate_raw.views["data"][:] = c.adaptation.phi
-            c.estimate_pub.publish(c.estimate_raw.bytes())
+            c.estimate_out.publish()
 
     # ---------------------------------------------------------------- closed chains
     def _closed_chain_tick(self, t):
@@ -673,7 +677,7 @@ class ControllerNode(LoopNode):
             self._closed_chain_safe_torque(c.q, c.v, c.tau)
             clamp_effort(c.tau, c.limits, out=c.tau)
             c.command_raw.views["data"][:] = c.tau[c.controlled]
-        c.command_pub.publish(c.command_raw.bytes())
+        c.command_out.publish()
 
     def _on_loop_error(self, error):
         self.get_logger().error(f"control loop stopped by an error: {error!r}; publishing the safe command")

@@ -14,6 +14,7 @@ optional: missing or non-finite, the sample simply has no measured effort.
 import numpy as np
 
 from . import wire
+from .qos import RING_CAPACITY
 
 ACCEPTED, REJECTED, IGNORED = "accepted", "rejected", "ignored"
 
@@ -31,7 +32,8 @@ class JointStateReader:
     """The latest accepted joint state in the model's coordinate order, written into the arrays q,
     v and effort given at construction (the loop's own buffers); `stamp` [ns] and `has_effort`.
 
-    read(raw, now_ns) takes a serialized JointState (bytes, as a polled subscription takes it raw)
+    read(raw, now_ns) takes a serialized JointState (bytes or uint8 array, as a polled subscription
+    takes it raw)
     and parses it with wire.parse_joint_state, which copies only the model joints' values: the
     Python work per message does not grow with its size. The name list is decoded in Python only
     when it changes (the first message of a publisher)."""
@@ -58,7 +60,10 @@ class JointStateReader:
 
     def read(self, raw, now_ns):
         """Check a serialized JointState and, if it passes, make it the latest sample. Returns
-        ACCEPTED, REJECTED or IGNORED."""
+        ACCEPTED, REJECTED or IGNORED. An empty `raw` is a message that did not fit the receive
+        buffer (qos.RING_CAPACITY bytes)."""
+        if len(raw) == 0:
+            return self.reject(f"message larger than the receive buffer ({RING_CAPACITY} bytes)")
         buf = np.frombuffer(raw, dtype=np.uint8)
         meta = self._meta
         status = wire.parse_joint_state(buf, self._names_block, self._index, self._q, self._v, self._effort, meta)

@@ -39,6 +39,7 @@ from .closed_chain import PARAMETER_PREFIX, ClosedChainSimulator, active_theta, 
 from ..dynamics import gravity
 from .lifecycle import LoopNode, spin
 from .params import Param
+from .rcl_io import RawPublisher
 from .robot import joint_indices, load_robot
 from .timing import RealtimeLoop
 from .wire import RawMessage, markers, parse_float64_array
@@ -204,7 +205,8 @@ class SimulatorNode(LoopNode):
         c.command = np.zeros(model.nv)
         c.received = np.zeros(len(c.commanded))
         c.tau = np.zeros(model.nv)
-        c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN)
+        c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN,
+                                               ring_capacity=qos.RING_CAPACITY)
         c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
         c.joint_pub = self.create_lifecycle_publisher(JointState, "/joint_states", qos.STATE)
         c.applied_pub = self.create_lifecycle_publisher(WrenchStamped, "~/applied_wrench", qos.STATE)
@@ -219,6 +221,7 @@ class SimulatorNode(LoopNode):
         applied.wrench.force.x, applied.wrench.force.y, applied.wrench.force.z = w[:3]
         applied.wrench.torque.x, applied.wrench.torque.y, applied.wrench.torque.z = w[3:]
         c.applied_raw = RawMessage(applied, {"force": w[:3], "torque": w[3:]})
+        c.joint_out, c.applied_out = RawPublisher(c.joint_pub, c.joint_raw), RawPublisher(c.applied_pub, c.applied_raw)
         # compile (or load) the command parser now
         parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8),
                             c.received)
@@ -330,13 +333,13 @@ class SimulatorNode(LoopNode):
         m.views["position"][:] = c.sim.q
         m.views["velocity"][:] = c.sim.v
         m.views["effort"][:] = c.sim.effort
-        c.joint_pub.publish(m.bytes())
+        c.joint_out.publish()
         a = c.applied_raw
         a.set_stamp(stamp)
         w = c.zero6 if applied is None else applied[1]
         a.views["torque"][:] = w[:3]
         a.views["force"][:] = w[3:]
-        c.applied_pub.publish(a.bytes())
+        c.applied_out.publish()
 
     def _on_loop_error(self, error):
         self.get_logger().error(f"simulation stopped by an error: {error!r}")

@@ -7,7 +7,8 @@ publishing a Float64MultiArray as an object ~15 us, as bytes ~4 us). So
 - inputs are taken raw and parsed by a compiled parser that writes the joint values straight
   into the loop's arrays (parse_joint_state, parse_float64_array);
 - outputs are a serialized template of the message (rclpy's own serializer, once, at configure)
-  whose numbers are overwritten in place through NumPy views (RawMessage), then published as bytes.
+  whose numbers are overwritten in place through NumPy views (RawMessage), then published as they
+  are (rcl_io.RawPublisher: through rcl directly, without a copy).
 
 Encoding: CDR, little endian (the encapsulation rmw_fastrtps uses on x86 and ARM); offsets inside
 the payload are aligned relative to its start, 4 bytes after the encapsulation header. A sequence
@@ -186,10 +187,12 @@ class RawMessage:
     `prototype` is the message with its final strings and sequence lengths; `fields` names its
     float64 values to expose: {"key": values}, where `values` are the prototype's values for that
     field (distinct markers, so their bytes are found in the serialization). After construction
-    `self.views[key]` is a float64 view into the bytes, and `bytes()` what to publish."""
+    `self.views[key]` is a float64 view into the bytes, `array` all of them (uint8), and `bytes()`
+    a copy to publish."""
 
     def __init__(self, prototype, fields):
         self.buffer = bytearray(serialize_message(prototype))
+        self.array = np.frombuffer(self.buffer, dtype=np.uint8)    # the same bytes (fixed in place)
         self.views = {}
         for key, values in fields.items():
             pattern = np.asarray(values, dtype=np.float64).tobytes()
