@@ -30,17 +30,15 @@ RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401      # nothing queued
 BUFFER, LENGTH, CAPACITY, ALLOCATE, DEALLOCATE, REALLOCATE, ZERO_ALLOCATE, STATE = range(8)
 
 
-@cfunc(types.uintp(types.uintp, types.uintp), cache=True)
+# the allocator of our buffers (compiled into C functions by _Rcl.load)
 def _refuse_allocate(size, state):
     return 0        # NULL: rcl reports RCL_RET_BAD_ALLOC
 
 
-@cfunc(types.uintp(types.uintp, types.uintp, types.uintp), cache=True)
 def _refuse_reallocate(pointer, size, state):
     return 0
 
 
-@cfunc(types.void(types.uintp, types.uintp), cache=True)
 def _keep(pointer, state):
     pass            # the buffer is NumPy's: never freed by rcl
 
@@ -120,8 +118,10 @@ def _librcl():
 
 
 class _Rcl:
-    """The addresses of the rcl functions, once per process (None where unavailable)."""
+    """The addresses of the rcl functions and of our allocator's, once per process (None where
+    unavailable)."""
     take = publish = reset_error = None
+    allocate = reallocate = deallocate = None
 
     @classmethod
     def load(cls):
@@ -132,6 +132,10 @@ class _Rcl:
                 cls.take = address(library.rcl_take_serialized_message)
                 cls.publish = address(library.rcl_publish_serialized_message)
                 cls.reset_error = address(library.rcutils_reset_error)
+                pointers = types.uintp
+                cls.allocate = cfunc(pointers(pointers, pointers), cache=True)(_refuse_allocate).address
+                cls.reallocate = cfunc(pointers(pointers, pointers, pointers), cache=True)(_refuse_reallocate).address
+                cls.deallocate = cfunc(types.void(pointers, pointers), cache=True)(_keep).address
                 _compile()
         return cls.take is not None
 
@@ -148,10 +152,10 @@ def serialized_message(buffer, length):
     header[BUFFER] = buffer.ctypes.data
     header[LENGTH] = length
     header[CAPACITY] = buffer.shape[0]
-    header[ALLOCATE] = _refuse_allocate.address
-    header[DEALLOCATE] = _keep.address
-    header[REALLOCATE] = _refuse_reallocate.address
-    header[ZERO_ALLOCATE] = _refuse_reallocate.address
+    header[ALLOCATE] = _Rcl.allocate
+    header[DEALLOCATE] = _Rcl.deallocate
+    header[REALLOCATE] = _Rcl.reallocate
+    header[ZERO_ALLOCATE] = _Rcl.reallocate
     return header
 
 
