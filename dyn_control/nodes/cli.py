@@ -1,7 +1,7 @@
 """dyn-control: start the package's nodes without ros2 launch.
 
     dyn-control bringup CONFIG.yaml [--duration S]
-    dyn-control demo [--duration S] [--output DIR]
+    dyn-control demo [--robot arm|five_bar] [--duration S] [--output DIR]
     dyn-control compile
 
 bringup starts each node of a ROS 2 parameter file (the `node_name: ros__parameters: {...}` format
@@ -280,7 +280,9 @@ def main(argv=None):
                     "(default: until Ctrl-C)")
     commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (once, ahead of a "
                         "first configure)")
-    demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm")
+    demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm or spherical five-bar")
+    demo_args.add_argument("--robot", choices=("arm", "five_bar"), default="arm",
+                           help="arm: config/demo.yaml (default); five_bar: config/five_bar_demo.yaml")
     demo_args.add_argument("--duration", type=float, default=10.0, help="seconds to run (default 10)")
     demo_args.add_argument("--output", default="demo_output", help="folder for the plot (default demo_output)")
     args = parser.parse_args(argv)
@@ -291,7 +293,7 @@ def main(argv=None):
     if args.command == "compile":
         return compile_kernels()
     from .demo import run_demo
-    return run_demo(args.duration, args.output)
+    return run_demo(args.duration, args.output, args.robot)
 
 
 if __name__ == "__main__":
