@@ -249,9 +249,12 @@ def compile_kernels():
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
+    from ..control.closed_chain_tick import ClosedChainTick
     from ..control.tick import ControllerTick
+    from ..mappings import load_mapping
     from ..robots import bundled_urdf
     from ..simulation.builtin import BuiltinSimulator
+    from ..simulation.closed_chain import ClosedChainSimulator
     from ..urdf import load_urdf
     from .inputs import JointStateReader
     from .wire import parse_float64_array
@@ -266,6 +269,12 @@ def compile_kernels():
     sample = JointState(name=list(model.joint_names), position=[0.0] * nv, velocity=[0.0] * nv, effort=[0.0] * nv)
     JointStateReader(model.joint_names, np.zeros(nv), np.zeros(nv), np.zeros(nv)).read(serialize_message(sample), 1)
     parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8), np.zeros(1))
+    # the closed chain's tick and step (the five-bar)
+    five_bar = load_urdf(bundled_urdf("five_bar"))
+    mapping = load_mapping("five_bar", five_bar)
+    ClosedChainTick(five_bar, mapping, mapping.active_indices, "end_effector", 2).warm_up()
+    closed = ClosedChainSimulator(mapping, five_bar, 1e-3, mapping.reference_configuration[mapping.active_indices])
+    closed.step(np.zeros(five_bar.nv), np.zeros(6), "end_effector")
     print(f"done in {time.perf_counter() - start:.1f} s")
     return 0
 
