@@ -38,6 +38,8 @@ def _urdf_axes():
     """Unit joint axes at q = 0 by name; every joint origin of the bundled five-bar is the identity."""
     axes = {}
     for joint in ET.parse(URDF).getroot().iter("joint"):
+        if joint.get("type") == "fixed":
+            continue    # the end-effector frame
         origin = joint.find("origin")
         assert origin.get("xyz").split() == ["0", "0", "0"] and origin.get("rpy").split() == ["0", "0", "0"]
         axis = np.array([float(x) for x in joint.find("axis").get("xyz").split()])

@@ -21,7 +21,8 @@ from importlib.metadata import entry_points
 
 import numpy as np
 
-from ..dynamics import as_finite_array
+from ..derivatives import regressor
+from ..dynamics import as_finite_array, crba, jacobian, rnea
 
 ENTRY_POINT_GROUP = "dyn_control.mappings"
 
@@ -87,6 +88,78 @@ class ClosedChainMapping(abc.ABC):
     @abc.abstractmethod
     def forward_dynamics(self, model, data, theta_a, dtheta_a, tau_a, guess=None):
         """Accelerations ddtheta_a (n_active,) of the closed chain under actuator torques tau_a."""
+
+    # ------------------------------------------------------------------------------------------
+    # defaults built on the abstract methods above (a plugin may override them with faster ones)
+
+    def loop_frames(self):
+        """The loop as a pair of frames that coincide when it is closed (a LoopFrames), which the
+        compiled closed-chain step and controller tick need; None (the default) when the mapping is
+        not of that kind: the nodes then refuse the mapping with a message naming it."""
+        return None
+
+    def completion_jacobian(self, q):
+        """G = dq/dtheta_a (nv, n_active) at a closed configuration q: identity rows for the active
+        joints, passive_jacobian(q) for the passive ones (so v = G dtheta_a, tau_a = G^T tau_tree)."""
+        G = np.zeros((self.model.nv, self.active_indices.size))
+        G[self.active_indices] = np.eye(self.active_indices.size)
+        G[self.passive_indices] = self.passive_jacobian(q)
+        return G
+
+    def tree_state(self, theta_a, dtheta_a, ddtheta_a, guess=None):
+        """(q, v, a) of the equivalent tree moving with the closed chain: q = complete(theta_a),
+        v = G dtheta_a, a = G ddtheta_a + Gdot dtheta_a, Gdot dtheta_a here by a central difference
+        of G along dtheta_a (step 1e-6 / |dtheta_a|)."""
+        na = self.active_indices.size
+        dtheta_a = as_finite_array("dtheta_a", dtheta_a, (na,))
+        ddtheta_a = as_finite_array("ddtheta_a", ddtheta_a, (na,))
+        q = self.complete(theta_a, guess)
+        G = self.completion_jacobian(q)
+        speed = np.linalg.norm(dtheta_a)
+        a = G @ ddtheta_a
+        if speed > 0.0:
+            h = 1e-6 / speed
+            theta = q[self.active_indices]
+            G_plus = self.completion_jacobian(self.complete(theta + h * dtheta_a, q))
+            G_minus = self.completion_jacobian(self.complete(theta - h * dtheta_a, q))
+            a += (G_plus - G_minus) @ dtheta_a / (2.0 * h)
+        return q, G @ dtheta_a, a
+
+    def reduced_dynamics(self, model, data, theta_a, dtheta_a, guess=None):
+        """(M_a, h_a, q): M_a = G^T M(q) G and h_a = G^T rnea(q, v, Gdot dtheta_a), so that
+        M_a ddtheta_a + h_a = tau_a (kernels/reduced_dynamics.py), and the tree configuration q."""
+        q, v, a_bias = self.tree_state(theta_a, dtheta_a, np.zeros(self.active_indices.size), guess)
+        G = self.completion_jacobian(q)
+        return G.T @ crba(model, data, q) @ G, G.T @ rnea(model, data, q, v, a_bias), q
+
+    def reduced_regressor(self, model, data, theta_a, dtheta_a, ddtheta_a, guess=None):
+        """Y_a (n_active, 10 nbodies) with inverse_dynamics(...) = Y_a phi: G^T Y(q, v, a) at the tree
+        state of the closed chain, phi = model.inertial_parameters() (every body of the tree)."""
+        q, v, a = self.tree_state(theta_a, dtheta_a, ddtheta_a, guess)
+        return self.completion_jacobian(q).T @ regressor(model, data, q, v, a)
+
+    def frame_jacobian(self, q, frame, reference="local_world_aligned"):
+        """Jacobian (6, n_active) of `frame` (a frame of the tree) with respect to the actuated
+        joints at a closed configuration q: the tree's frame Jacobian times G."""
+        if not hasattr(self, "_jacobian_data"):
+            self._jacobian_data = self.model.create_data()
+        return jacobian(self.model, self._jacobian_data, q, frame, reference) @ self.completion_jacobian(q)
+
+
+@dataclass(frozen=True)
+class LoopFrames:
+    """A loop closed where frame_a (on one branch of the tree) and frame_b (its copy at the end of the
+    other) coincide in the `components` of log(T_b^-1 T_a) = [w; v] (kernels/loop_closure.py).
+    active, passive: tree joint indices; Newton stops below `tolerance` within max_iterations;
+    the passive joints count as singular where the smallest pivot of g_p is below singular_tolerance."""
+    frame_a: str
+    frame_b: str
+    components: tuple
+    active: tuple
+    passive: tuple
+    tolerance: float
+    singular_tolerance: float
+    max_iterations: int
 
 
 def _mapping_entry_points():
@@ -201,5 +274,5 @@ def simulate_closed_chain(mapping, model, reference, duration, dt, kp, kd, theta
     return run
 
 
-__all__ = ["ENTRY_POINT_GROUP", "ClosedChainMapping", "ClosedChainRun", "MappingPluginError",
+__all__ = ["ENTRY_POINT_GROUP", "ClosedChainMapping", "ClosedChainRun", "LoopFrames", "MappingPluginError",
            "available_mappings", "load_mapping", "simulate_closed_chain"]

@@ -28,7 +28,7 @@ from ..derivatives import rnea_derivatives
 from ..dynamics import as_finite_array, crba, forward_kinematics, jacobian, rnea
 from ..model import Model
 from ..spatial import Ad, log_se3
-from . import ClosedChainMapping
+from . import ClosedChainMapping, LoopFrames
 
 CLOSED_TOLERANCE = 1e-6      # a configuration given as closed may miss the closure by this much
 MAX_NEWTON_STEP = 0.5        # rad, the longest Newton step on the passive joints
@@ -332,6 +332,19 @@ class FiveBarMapping(ClosedChainMapping):
 
     # ------------------------------------------------------------------------------------------
     # velocities and torques (eqs. 12-14)
+
+    def loop_frames(self):
+        """The loop for the compiled paths: cut_link and its copy, the child link of cut_joint."""
+        return LoopFrames(frame_a=self.cut_link, frame_b=self.model.frame_names[self._frame_b],
+                          components=tuple(int(c) for c in self.closure_components),
+                          active=tuple(int(i) for i in self.active_indices),
+                          passive=tuple(int(i) for i in self.passive_indices), tolerance=self.tolerance,
+                          singular_tolerance=self.singular_tolerance, max_iterations=self.max_iterations)
+
+    def completion_jacobian(self, q):
+        """G = dq/dtheta_a = E (identity rows of the active joints, J_p of eq. 12 in the passive rows)."""
+        q = as_finite_array("q", q, (self.model.nv,))
+        return self._closure(q).E
 
     def passive_jacobian(self, q):
         """J_p = -g_p^-1 g_a (eq. 12) at a closed configuration q, (n_passive, n_active)."""

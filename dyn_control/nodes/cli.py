@@ -1,7 +1,7 @@
 """dyn-control: start the package's nodes without ros2 launch.
 
     dyn-control bringup CONFIG.yaml [--duration S]
-    dyn-control demo [--duration S] [--output DIR]
+    dyn-control demo [--robot arm|five_bar] [--duration S] [--output DIR]
     dyn-control compile
 
 bringup starts each node of a ROS 2 parameter file (the `node_name: ros__parameters: {...}` format
@@ -262,9 +262,12 @@ def compile_kernels():
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
+    from ..control.closed_chain_tick import ClosedChainTick
     from ..control.tick import ControllerTick
+    from ..mappings import load_mapping
     from ..robots import bundled_urdf
     from ..simulation.builtin import BuiltinSimulator
+    from ..simulation.closed_chain import ClosedChainSimulator
     from ..urdf import load_urdf
     from .inputs import JointStateReader
     from .wire import parse_float64_array
@@ -279,6 +282,12 @@ def compile_kernels():
     sample = JointState(name=list(model.joint_names), position=[0.0] * nv, velocity=[0.0] * nv, effort=[0.0] * nv)
     JointStateReader(model.joint_names, np.zeros(nv), np.zeros(nv), np.zeros(nv)).read(serialize_message(sample), 1)
     parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8), np.zeros(1))
+    # the closed chain's tick and step (the five-bar)
+    five_bar = load_urdf(bundled_urdf("five_bar"))
+    mapping = load_mapping("five_bar", five_bar)
+    ClosedChainTick(five_bar, mapping, mapping.active_indices, "end_effector", 2).warm_up()
+    closed = ClosedChainSimulator(mapping, five_bar, 1e-3, mapping.reference_configuration[mapping.active_indices])
+    closed.step(np.zeros(five_bar.nv), np.zeros(6), "end_effector")
     print(f"done in {time.perf_counter() - start:.1f} s")
     return 0
 
@@ -294,7 +303,9 @@ def main(argv=None):
                     "(default: until Ctrl-C)")
     commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (once, ahead of a "
                         "first configure)")
-    demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm")
+    demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm or spherical five-bar")
+    demo_args.add_argument("--robot", choices=("arm", "five_bar"), default="arm",
+                           help="arm: config/demo.yaml (default); five_bar: config/five_bar_demo.yaml")
     demo_args.add_argument("--duration", type=float, default=10.0, help="seconds to run (default 10)")
     demo_args.add_argument("--output", default="demo_output", help="folder for the plot (default demo_output)")
     args = parser.parse_args(argv)
@@ -305,7 +316,7 @@ def main(argv=None):
     if args.command == "compile":
         return compile_kernels()
     from .demo import run_demo
-    return run_demo(args.duration, args.output)
+    return run_demo(args.duration, args.output, args.robot)
 
 
 if __name__ == "__main__":

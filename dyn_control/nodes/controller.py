@@ -12,7 +12,8 @@ valid one only (wire.py), sets the flags of the tick kernel (a new sample, its s
 dt, safe mode from the watchdog) and calls it once, then publishes the command as bytes. The
 every-N-ticks messages (~/desired, ~/external_torque with ~/wrench_estimate, the gradients) fall
 on different ticks. The watchdog runs from the arrival of the newest valid sample.
-A closed chain (mapping.name) runs its computed torque in Python through the mapping plugin.
+A closed chain (mapping.name) runs the same way on control/closed_chain_tick.py's compiled tick
+(computed torque, observer, force estimate and gradient in the actuated coordinates).
 Parameters, topics and safety rules: README.md, "ROS 2 nodes".
 """
 import math
@@ -29,8 +30,9 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..control import tick as T
+from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.adaptation import InertialAdaptation
-from ..control.computed_torque import SAFE_MODES, ComputedTorque, clamp_effort
+from ..control.computed_torque import SAFE_MODES
 from ..control.trajectory import Trajectory, from_message
 from . import params, qos
 from .closed_chain import PARAMETER_PREFIX, node_mapping
@@ -38,7 +40,7 @@ from .inputs import ACCEPTED, JointStateReader, reference_from_point, stamp_ns
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
-from .robot import (check_forward_controller_joints, coordinate_effort_limits, joint_indices, load_robot,
+from .robot import (check_forward_controller_joints, joint_indices, load_robot,
                     parameter_files, per_joint)
 from .timing import RealtimeLoop, default_cpu
 from .wire import RawMessage, markers
@@ -201,8 +203,10 @@ class ControllerNode(LoopNode):
             self.get_logger().warning(f"URDF: {message}")
         mapping, joints = None, values["joints"]
         if values["mapping.name"]:
-            if values["adaptation.enabled"]:
-                raise ValueError("parameter adaptation.enabled: not available with a closed-chain mapping")
+            if values["gradient.twist"]:
+                raise ValueError("parameter gradient.twist: the joint-twist gradient is not available with a "
+                                 "closed-chain mapping (it needs the loop closure's derivative with respect to "
+                                 "the joint twists); set gradient.twist: false")
             if values["gravity_compensation"] == "robot":
                 raise ValueError("parameter gravity_compensation: robot is not available with a closed-chain mapping")
             mapping = node_mapping(self, model, values["mapping.name"])
@@ -213,7 +217,8 @@ class ControllerNode(LoopNode):
         controlled = joint_indices(model, joints)
         check_forward_controller_joints(values["command_topic"], [model.actuated_joints[i] for i in controlled],
                                         parameter_files(sys.argv))
-        frame = values["estimator.frame"] or model.frame_names[-1]
+        frame = values["estimator.frame"] or (model.frame_names[-1] if mapping is None else
+                                              _closed_chain_default_frame(model, mapping))
         model.frame_id(frame)    # ValueError naming an unknown frame
         nv = model.nv
         n = len(controlled)
@@ -227,25 +232,20 @@ class ControllerNode(LoopNode):
         c.twist_enabled = values["gradient.twist"] and mapping is None
         if mapping is None:
             c.tick_kernel = T.ControllerTick(model, controlled, frame, values["gradient.window"])
-            f = c.tick_kernel.f
-            c.s = f.s
-            c.s[T.S_GRAVITY_BY_ROBOT] = values["gravity_compensation"] == "robot"
-            c.s[T.S_WRENCH_DAMPING] = values["estimator.damping"]
-            c.s[T.S_CUTOFF_HZ] = values["gradient.cutoff_hz"]
-            f.observer_gain[:] = values["estimator.gain"]
-            # the loop's arrays, (nv,) in the model's coordinate order, live in the tick's buffers
-            c.q, c.v, c.effort, c.tau, c.tau_ext = f.q, f.v, f.effort, f.tau, f.tau_ext
-            c.q_d, c.v_d, c.a_d, c.kp, c.kd, c.damping = f.q_d, f.v_d, f.a_d, f.kp, f.kd, f.damping
-            c.centre, c.amplitude = f.centre, f.amplitude
-            if values["adaptation.enabled"]:
-                c.adaptation = InertialAdaptation(model, values["adaptation.step_size"], values["adaptation.max_step"])
         else:
-            c.law = ComputedTorque(model, 0.0, 0.0)
-            c.mapping_data = model.create_data()
-            c.limits = coordinate_effort_limits(model)
-            for name in ("q", "v", "effort", "tau", "tau_ext", "q_d", "v_d", "a_d", "kp", "kd", "damping",
-                         "centre", "amplitude"):
-                setattr(c, name, np.zeros(nv))
+            c.tick_kernel = ClosedChainTick(model, mapping, controlled, frame, values["gradient.window"])
+        f = c.tick_kernel.f
+        c.s = f.s
+        c.s[T.S_GRAVITY_BY_ROBOT] = values["gravity_compensation"] == "robot"
+        c.s[T.S_WRENCH_DAMPING] = values["estimator.damping"]
+        c.s[T.S_CUTOFF_HZ] = values["gradient.cutoff_hz"]
+        f.observer_gain[:] = values["estimator.gain"]
+        # the loop's arrays, (nv,) in the model's coordinate order, live in the tick's buffers
+        c.q, c.v, c.effort, c.tau, c.tau_ext = f.q, f.v, f.effort, f.tau, f.tau_ext
+        c.q_d, c.v_d, c.a_d, c.kp, c.kd, c.damping = f.q_d, f.v_d, f.a_d, f.kp, f.kd, f.damping
+        c.centre, c.amplitude = f.centre, f.amplitude
+        if values["adaptation.enabled"]:
+            c.adaptation = InertialAdaptation(model, values["adaptation.step_size"], values["adaptation.max_step"])
         c.reader = JointStateReader(c.names, c.q, c.v, c.effort)
         # publishers and subscriptions
         c.command_pub = self.create_lifecycle_publisher(Float64MultiArray, values["command_topic"], qos.COMMAND)
@@ -302,8 +302,8 @@ class ControllerNode(LoopNode):
         c.twist_raw = RawMessage(twist, {"data": twist.data})
         for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist"):
             setattr(c, f"{name}_out", RawPublisher(getattr(c, f"{name}_pub"), getattr(c, f"{name}_raw")))
+        c.labels_pub.publish(String(data="\n".join(c.tick_kernel.labels)))
         if c.mapping is None:
-            c.labels_pub.publish(String(data="\n".join(c.tick_kernel.labels)))
             if c.twist_enabled:
                 c.twist_labels_pub.publish(String(data="\n".join(c.tick_kernel.twist_labels)))
 
@@ -318,14 +318,7 @@ class ControllerNode(LoopNode):
         c.reader.read(serialize_message(sample), 1)
         c.reader.forget()
         self.warmup_progress = "compiling 2/2: the tick"
-        if c.mapping is None:
-            c.tick_kernel.warm_up()
-        else:
-            closed = c.mapping.reference_configuration
-            self._closed_chain_torque(closed, np.zeros(c.model.nv), c.tau)
-            c.law.safe_torque(closed, c.v, c.damping, "gravity", out=c.tau)
-            Trajectory.through(0.0, (c.q, c.v, c.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
-                0.5, c.q_d, c.v_d, c.a_d)
+        c.tick_kernel.warm_up()
         c.tau[:] = 0.0
         self.compile_time = time.perf_counter() - start
         self.warmup_progress = f"compiled in {self.compile_time:.1f} s"
@@ -360,11 +353,8 @@ class ControllerNode(LoopNode):
         c.safe_mode = values["safe_mode"]
         c.watchdog_timeout = values["watchdog_timeout"]
         c.compensation = values["estimator.compensation"]
-        if c.mapping is None:
-            c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero"
-            c.s[T.S_COMPENSATION] = c.compensation
-        else:
-            c.law.set_gains(c.kp, c.kd)
+        c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero"
+        c.s[T.S_COMPENSATION] = c.compensation
 
     def _on_set_parameters(self, changes):
         reason = params.refusal(PARAMETERS, changes, self.state)
@@ -439,17 +429,16 @@ class ControllerNode(LoopNode):
         c.safe = False
         c.tick = 0
         c.publish_period = values["state_publish_period"]
-        c.gradient_period = 0 if c.mapping is not None else values["gradient.period"]
+        c.gradient_period = values["gradient.period"]
         c.error_sq = 0.0
         c.error_count = 0
-        if c.mapping is None:
-            s = c.s
-            s[T.S_OMEGA] = c.omega
-            s[T.S_POINT] = 0.0
-            s[T.S_ESTIMATE] = 1.0
-            s[T.S_GRADIENTS] = 1.0 if c.gradient_period else 0.0
-            s[T.S_TWIST] = 1.0 if c.gradient_period and c.twist_enabled else 0.0
-            c.tick_kernel.reset()
+        s = c.s
+        s[T.S_OMEGA] = c.omega
+        s[T.S_POINT] = 0.0
+        s[T.S_ESTIMATE] = 1.0
+        s[T.S_GRADIENTS] = 1.0 if c.gradient_period else 0.0
+        s[T.S_TWIST] = 1.0 if c.gradient_period and c.twist_enabled else 0.0
+        c.tick_kernel.reset()
         cpu = values["realtime.cpu"]
         self.loop = RealtimeLoop("dyn_controller loop", 1.0 / values["rate_hz"], self._tick,
                                  priority=values["realtime.priority"], cpu=default_cpu() if cpu == -1 else cpu,
@@ -496,16 +485,15 @@ class ControllerNode(LoopNode):
             s[T.S_RESET] = 0.0
             c.command_raw.views["data"][:] = c.tick_kernel.f.command
         else:
-            self._closed_chain_tick(t)
-            c.command_raw.views["data"][:] = c.tau[c.controlled]
+            self._closed_chain_tick(t, publish_phase, gradient_phase)
         c.command_out.publish()
         c.tick += 1
         # the every-N-ticks messages, each on a tick of its own
         if publish_phase == 0:
             self._publish_desired()
-        elif publish_phase == c.publish_period // 2 and c.mapping is None:
+        elif publish_phase == c.publish_period // 2:
             self._publish_estimates()
-        if c.mapping is None and s[T.S_WANT_GRADIENT]:
+        if c.s[T.S_WANT_GRADIENT]:
             self._publish_gradient()
         if c.mapping is None and s[T.S_WANT_TWIST]:
             c.twist_raw.views["data"][:] = c.tick_kernel.f.twist_gradient
@@ -542,11 +530,10 @@ class ControllerNode(LoopNode):
                 c.start_stamp = reader.stamp - (c.previous_stamp - c.start_stamp)
                 self.get_logger().warning(f"joint-state stamps jumped back by {-dt:.3f} s: new time base, "
                                           "the reference continues from where it was")
-        if c.mapping is None:
-            c.s[T.S_NEW_SAMPLE] = 1.0
-            c.s[T.S_RESET] = reset
-            c.s[T.S_DT] = dt
-            c.s[T.S_HAS_EFFORT] = reader.has_effort
+        c.s[T.S_NEW_SAMPLE] = 1.0
+        c.s[T.S_RESET] = reset
+        c.s[T.S_DT] = dt
+        c.s[T.S_HAS_EFFORT] = reader.has_effort
         c.previous_stamp = reader.stamp
         c.last_sample_time = now
 
@@ -601,65 +588,25 @@ class ControllerNode(LoopNode):
             c.estimate_out.publish()
 
     # ---------------------------------------------------------------- closed chains
-    def _closed_chain_tick(self, t):
-        """The tick of a closed chain, in Python: reference, computed torque through the mapping
-        (or the safe torque), finiteness fallback, clamp."""
+    def _closed_chain_tick(self, t, publish_phase, gradient_phase):
+        """The tick of a closed chain: the tree path's flags on control/closed_chain_tick.py's kernel
+        (the joint-twist gradient is not available on a closed chain)."""
         c = self._configured
-        q, v, tau = c.q, c.v, c.tau
-        point, trajectory = c.reference_point, c.trajectory
+        s = c.s
+        trajectory = c.trajectory
         if trajectory is not None:
             trajectory.sample(t, c.q_d, c.v_d, c.a_d)
-        elif point is not None:
-            c.q_d[c.controlled], c.v_d[c.controlled], c.a_d[c.controlled] = point
-        else:
-            sine, cosine = math.sin(c.omega * t), math.cos(c.omega * t)
-            np.multiply(c.amplitude, sine, out=c.q_d)
-            c.q_d += c.centre
-            np.multiply(c.amplitude, c.omega * cosine, out=c.v_d)
-            np.multiply(c.amplitude, -c.omega * c.omega * sine, out=c.a_d)
-        if c.safe:
-            self._closed_chain_safe_torque(q, v, tau)
-        else:
-            self._closed_chain_torque(q, v, tau)
-        if not np.isfinite(tau).all():
-            c.non_finite_commands += 1
-            self._closed_chain_safe_torque(q, v, tau)
-        clamp_effort(tau, c.limits, out=tau)
-        tau[c.uncontrolled] = 0.0
-        if c.new_sample and not c.safe:
-            e = c.q_d[c.controlled] - q[c.controlled]
-            c.error_sq += float(e @ e) / len(e)
-            c.error_count += 1
-
-    def _closed_chain_torque(self, q, v, out):
-        """tau_a = mapping.inverse_dynamics(theta_a, dtheta_a, a_cmd), a_cmd = a_d + kd (v_d - v) +
-        kp (q_d - q) on the active joints, zero on the passive joints. Where the loop closure fails
-        (a measured state off the closed chain, a singular configuration) the safe torque replaces it."""
-        c = self._configured
-        active = c.mapping.active_indices
-        a_cmd = c.a_d[active] + c.kd[active] * (c.v_d[active] - v[active]) + c.kp[active] * (c.q_d[active] - q[active])
-        try:
-            tau_a = c.mapping.inverse_dynamics(c.model, c.mapping_data, q[active], v[active], a_cmd, guess=q)
-        except ValueError:
-            c.closure_failures += 1
-            self._closed_chain_safe_torque(q, v, out)
-            return
-        out[:] = 0.0
-        out[active] = tau_a
-
-    def _closed_chain_safe_torque(self, q, v, out):
-        """The tree's g(q) - damping v (or zero) mapped to the actuators (map_torque, eq. 13 of the
-        seed), zero on the passive joints; zero if even that is not finite."""
-        c = self._configured
-        try:
-            c.law.safe_torque(q, v, c.damping, c.safe_mode, out=out)
-            tau_a = c.mapping.map_torque(q, out)
-            out[:] = 0.0
-            out[c.mapping.active_indices] = tau_a
-        except ValueError:
-            out[:] = 0.0
-        if not np.isfinite(out).all():
-            out[:] = 0.0
+            s[T.S_POINT] = 1.0
+        elif c.reference_point is not c.applied_point:
+            self._apply_point()
+        s[T.S_T] = t
+        s[T.S_SAFE] = c.safe
+        s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
+        s[T.S_WANT_GRADIENT] = gradient_phase == 1 % c.gradient_period and s[T.S_COUNT] > 0
+        c.tick_kernel.tick()
+        s[T.S_NEW_SAMPLE] = 0.0
+        s[T.S_RESET] = 0.0
+        c.command_raw.views["data"][:] = c.tick_kernel.f.command
 
     # ---------------------------------------------------------------- stopping
     def _publish_safe_command(self):
@@ -667,16 +614,11 @@ class ControllerNode(LoopNode):
         c = self._configured
         if c is None or c.reader.stamp is None:
             return
-        if c.mapping is None:
-            s = c.s
-            s[T.S_SAFE], s[T.S_ESTIMATE], s[T.S_NEW_SAMPLE], s[T.S_RESET] = 1.0, 0.0, 0.0, 0.0
-            s[T.S_WANT_WRENCH] = s[T.S_WANT_GRADIENT] = s[T.S_WANT_TWIST] = 0.0
-            c.tick_kernel.tick()
-            c.command_raw.views["data"][:] = c.tick_kernel.f.command
-        else:
-            self._closed_chain_safe_torque(c.q, c.v, c.tau)
-            clamp_effort(c.tau, c.limits, out=c.tau)
-            c.command_raw.views["data"][:] = c.tau[c.controlled]
+        s = c.s
+        s[T.S_SAFE], s[T.S_ESTIMATE], s[T.S_NEW_SAMPLE], s[T.S_RESET] = 1.0, 0.0, 0.0, 0.0
+        s[T.S_WANT_WRENCH] = s[T.S_WANT_GRADIENT] = s[T.S_WANT_TWIST] = 0.0
+        c.tick_kernel.tick()
+        c.command_raw.views["data"][:] = c.tick_kernel.f.command
         c.command_out.publish()
 
     def _on_loop_error(self, error):
@@ -692,12 +634,10 @@ class ControllerNode(LoopNode):
                   "last rejected joint state": c.reader.last_rejection,
                   "last rejected reference or trajectory": c.last_rejection,
                   "watchdog trips": c.watchdog_trips}
-        if c.mapping is None:
-            values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
-            values["estimator resets"] = int(c.s[T.S_ESTIMATOR_RESETS])
-        else:
-            values["non-finite commands replaced"] = c.non_finite_commands
-            values["loop-closure failures"] = c.closure_failures
+        values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
+        values["estimator resets"] = int(c.s[T.S_ESTIMATOR_RESETS])
+        if c.mapping is not None:
+            values["loop-closure failures"] = int(c.s[S_CLOSURE_FAILURES])
         if c.adaptation is not None:
             values["adaptation steps"] = c.adaptation.steps
         return values
@@ -725,14 +665,10 @@ class ControllerNode(LoopNode):
                 "ticks": s["ticks"],
                 "safe mode": c.safe,
             })
-            error_sq, error_count = ((c.s[T.S_ERROR_SQ], c.s[T.S_ERROR_COUNT]) if c.mapping is None
-                                     else (c.error_sq, c.error_count))
+            error_sq, error_count = c.s[T.S_ERROR_SQ], c.s[T.S_ERROR_COUNT]
             if error_count:
                 values["tracking error rms [rad]"] = f"{math.sqrt(error_sq / error_count):.3e}"
-                if c.mapping is None:
-                    c.s[T.S_ERROR_SQ] = c.s[T.S_ERROR_COUNT] = 0.0
-                else:
-                    c.error_sq, c.error_count = 0.0, 0
+                c.s[T.S_ERROR_SQ] = c.s[T.S_ERROR_COUNT] = 0.0
             if self.loop.error is not None:
                 level, message = DiagnosticStatus.ERROR, f"loop stopped: {self.loop.error!r}"
             elif c.safe:
@@ -751,12 +687,20 @@ class _Configured:
     trajectory = None
     last_rejection = ""
     watchdog_trips = 0
-    non_finite_commands = 0
     reference_point = None
     safe = False
     new_sample = False
-    closure_failures = 0
     adaptation = None
+
+
+def _closed_chain_default_frame(model, mapping):
+    """The estimator's frame of a closed chain without estimator.frame: the last frame on the body of
+    the loop's frame A, where the branches meet (the five-bar: end_effector on link3)."""
+    loop = mapping.loop_frames()
+    if loop is None:
+        return model.frame_names[-1]
+    body = model.frame_body[model.frame_id(loop.frame_a)]
+    return [name for name, b in zip(model.frame_names, model.frame_body) if b == body][-1]
 
 
 def main(args=None):

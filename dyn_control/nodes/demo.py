@@ -9,6 +9,9 @@ from .cli import bringup
 
 RMS_WINDOW = 1.0    # [s] of tracking error in the status line's RMS
 CONTROLLER_STATUS = "dyn_controller: control loop"
+# the demos' configs (config/): the 7-DoF arm, and the spherical five-bar (a closed chain: the force
+# estimate is the force's component in the sphere's tangent plane at the end effector)
+DEMOS = {"arm": "demo.yaml", "five_bar": "five_bar_demo.yaml"}
 
 
 class DemoMonitor:
@@ -110,8 +113,11 @@ def plot(recorder, path):
     plt.close(fig)
 
 
-def run_demo(duration=10.0, output="demo_output"):
-    config = os.path.join(config_dir(), "demo.yaml")
+def run_demo(duration=10.0, output="demo_output", robot="arm"):
+    """Bring up DEMOS[robot] for `duration` seconds; the plot goes to output/<config name>.png."""
+    if robot not in DEMOS:
+        raise ValueError(f"robot must be one of {', '.join(sorted(DEMOS))}, got {robot!r}")
+    config = os.path.join(config_dir(), DEMOS[robot])
     monitor = DemoMonitor()
     print(f"dyn-control demo: {config}, {duration:g} s (the first run compiles the Numba kernels: "
           "up to a minute; later runs load them from the cache)")
@@ -119,7 +125,7 @@ def run_demo(duration=10.0, output="demo_output"):
     if code != 0:
         return code
     os.makedirs(output, exist_ok=True)
-    path = os.path.join(output, "demo.png")
+    path = os.path.join(output, DEMOS[robot].replace(".yaml", ".png"))
     plot(monitor.recorder, path)
     summary(monitor.recorder)
     loop_summary(monitor.recorder)

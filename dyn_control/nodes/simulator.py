@@ -7,8 +7,8 @@ dynamics at rate_hz in real time (timing.RealtimeLoop with catch-up: the simulat
 with the wall clock), publishes /joint_states (position, velocity, effort) and ~/applied_wrench.
 Backends: builtin (dyn_control's ABA, RK4) and mujoco (MuJoCo loading the same URDF). With
 `mapping.name` set, the URDF is a closed chain's equivalent tree and the builtin backend integrates
-the closed chain in its actuated coordinates (closed_chain.ClosedChainSimulator); /joint_states
-carry every tree joint, the passive ones closing the loop.
+the closed chain in its actuated coordinates (simulation/closed_chain.py, one compiled call per step,
+external wrenches included); /joint_states carry every tree joint, the passive ones closing the loop.
 
 A tick takes the newest command (serialized, parsed by wire.parse_float64_array), takes one step
 (the builtin backend's RK4 is one compiled call) and publishes /joint_states and ~/applied_wrench
@@ -35,8 +35,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from . import params, qos
-from .closed_chain import PARAMETER_PREFIX, ClosedChainSimulator, active_theta, node_mapping
+from .closed_chain import PARAMETER_PREFIX, active_theta, node_mapping
 from ..dynamics import gravity
+from ..simulation.closed_chain import ClosedChainSimulator
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
@@ -199,8 +200,7 @@ class SimulatorNode(LoopNode):
         c.cpu = values["realtime.cpu"]
         c.gravity_data = model.create_data()
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
-        if c.mapping is None:
-            c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
+        c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
         c.sim.reset(q0)
         c.command = np.zeros(model.nv)
         c.received = np.zeros(len(c.commanded))
@@ -232,9 +232,6 @@ class SimulatorNode(LoopNode):
         """The mapping of a closed-chain simulation; its commands reach the active joints only."""
         if values["backend"] != "builtin":
             raise ValueError("parameter backend: a closed chain (mapping.name) is simulated by the builtin backend")
-        if schedule := values["external_wrench.schedule.start"]:
-            raise ValueError(f"parameters external_wrench.schedule.*: not simulated on a closed chain "
-                             f"({len(schedule)} entries)")
         mapping = node_mapping(self, model, values["mapping.name"])
         passive = set(values["joints"]) & set(mapping.passive_joints)
         if passive:
@@ -272,8 +269,6 @@ class SimulatorNode(LoopNode):
         w = msg.wrench
         wrench = np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
         try:
-            if c.mapping is not None:
-                raise ValueError("external wrenches are not simulated on a closed chain")
             c.model.frame_id(msg.header.frame_id)
             if not np.isfinite(wrench).all():
                 raise ValueError("non-finite wrench")

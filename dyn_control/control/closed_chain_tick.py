@@ -1,0 +1,572 @@
+"""The controller's tick for a closed chain, in one compiled call: the closed-chain counterpart of
+tick.py's ControllerTick, with the same fields and flags (`s`, indices tick.S_*), so the node drives
+both alike. The chain is its equivalent tree plus a mapping whose loop_frames() describes the loop.
+
+Per tick, in the actuated coordinates theta_a (the active joints; the passive joints of the measured
+q only warm-start the loop closure, and the tree velocity is rebuilt as v = G dtheta_a):
+1. the reference, as tick.py (a sine about `centre`, or a point the caller wrote);
+2. the loop closure: Newton on the passive joints, G = dq/dtheta_a, the bias Gdot dtheta_a
+   (kernels/loop_closure.py); when it fails (a state off the chain, singular passive joints) the
+   tick commands zero torque and counts it (s[S_CLOSURE_FAILURES]);
+3. on a new sample, with dt the stamp difference, the estimators on the reduced dynamics
+   M_a ddtheta_a + h_a = tau_a + tau_ext (kernels/reduced_dynamics.py):
+   - the generalized-momentum observer (De Luca and Mattone 2003) on p_a = M_a dtheta_a = G^T M v,
+       dp_a/dt = tau_a + tau_ext + G^T (C^T v - g) + Gdot^T M v
+     (from the tree's dp/dt = tau + C^T v - g projected by G^T, G^T K^T = 0 removing the loop's
+     constraint forces), so r = K_O (p_a - p0 - sum dt (tau_applied + G^T (C^T v - g) + Gdot^T M v + r))
+     estimates the external torque at the actuated joints;
+   - the acceleration estimate of theta_a (low-passed difference of dtheta_a, as tick.py);
+   - the gradient window of the reduced regressor Y_a = G^T Y(q, v, G ddtheta_a + Gdot dtheta_a)
+     (tau_a = Y_a phi): sum_YY = sum Y_a^T Y_a, sum_Yt = sum Y_a^T tau_a, so dL/dphi = sum_YY phi - sum_Yt;
+4. the torque: tau_a = G^T rnea(q, v, G a_cmd + Gdot dtheta_a), a_cmd = a_d + kd (v_d - v) + kp (q_d - q)
+   on the active joints (minus the estimated external torque with compensation); safe mode:
+   G^T (g(q) - damping v), or zero; non-finite: the safe torque, then zero; clamped to the effort
+   limits; zero on the passive joints;
+5. on request, the force at the estimator's frame. A 2-DoF chain feels only the two force components
+   that its end effector can move along: with J_a = J_v G (3, n_active), J_v the frame's linear
+   ("local_world_aligned") Jacobian of the tree, the damped least-squares force
+       f = (J_a J_a^T + d^2 I)^-1 J_a tau_ext
+   is the applied force's component in the span of J_a (the five-bar: the sphere's tangent plane at
+   the end effector); the moment and the normal force are not observable and the published torque is
+   zero. And the gradient.
+The joint-twist gradient is not available: it needs the loop closure's derivative with respect to
+the joint twists. A tick allocates nothing.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from ..kernels.closed_chain_packed import (A_BIAS, ACTIVE, BASE_ACCEL, CHAIN_DIMS, DTHETA, G, HOME_P, HOME_R, K_P,
+                                           OP, OR, OS, OV, P_, P_A, PARENTS, PASSIVE, PATH, PHI, PIVOTS, Q, R_,
+                                           R_A, RHS, SCREW_AXES, SIGN, THETA, TMP6, V, COMPONENTS,
+                                           chain_float_fields, chain_int_fields, close_packed, fill_chain)
+from ..kernels.coriolis import coriolis_matrix
+from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
+from ..kernels.loop_closure import CLOSED, completion_jacobian_rate
+from ..kernels.packed import Packed, copy_model, field1, field2, field3, field_indices
+from ..kernels.reduced_dynamics import project, reduced_inverse_dynamics, reduced_regressor
+from ..kernels.rnea import rnea
+from ..kernels.crba import crba
+from ..model import PARAMETER_NAMES
+from .tick import (NS, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ERROR_COUNT, S_ERROR_SQ, S_ESTIMATE,
+                   S_ESTIMATOR_RESETS, S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT,
+                   S_NON_FINITE, S_OMEGA, S_POINT, S_RESET, S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT,
+                   S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, cholesky_solve)
+from .trajectory import Trajectory
+
+S_CLOSURE_FAILURES = NS          # ticks whose loop closure failed (zero torque commanded)
+NS_CHAIN = NS + 1
+
+
+def float_fields(nb, na, nc, window, ncontrolled):
+    nv = nb
+    npar = 10 * nb
+    return chain_float_fields(nb, na, nc) + [
+        ("s", (NS_CHAIN,)), ("frame_R", (3, 3)), ("frame_p", (3,)), ("effort_limit", (nv,)),
+        # gains and reference parameters (tree order; the active entries count)
+        ("kp", (nv,)), ("kd", (nv,)), ("damping", (nv,)), ("observer_gain", (na,)), ("centre", (nv,)),
+        ("amplitude", (nv,)),
+        # the sample, the reference, the outputs
+        ("q_sample", (nv,)), ("effort", (nv,)), ("q_d", (nv,)), ("v_d", (nv,)), ("a_d", (nv,)), ("tau", (nv,)),
+        ("command", (ncontrolled,)), ("tau_applied", (na,)), ("wrench", (6,)), ("gradient", (npar,)),
+        # estimator state: tau_ext in tree order (zero on the passive joints)
+        ("p0", (na,)), ("integral", (na,)), ("tau_ext", (nv,)), ("dtheta_prev", (na,)), ("acceleration", (na,)),
+        ("Y_ring", (window, na, npar)), ("tau_ring", (window, na)), ("sum_YY", (npar, npar)), ("sum_Yt", (npar,)),
+        # workspace
+        ("Gdot", (nv, na)), ("M", (nv, nv)), ("C", (nv, nv)), ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)),
+        ("oBc", (nb, 6, 6)), ("X", (nb, 6, 6)), ("tmp66", (2, 6, 6)), ("phi_composite", (nb, 10)),
+        ("F", (nb, 6)), ("V_body", (nb, 6)), ("Vdot_body", (nb, 6)), ("f_ext_zero", (nb, 6)), ("g", (nv,)),
+        ("zero", (nv,)), ("tau_tree", (nv,)), ("a_tree", (nv,)), ("Y", (nv, npar)), ("Y_a", (na, npar)),
+        ("J", (6, nv)), ("J_a", (3, na)), ("A3", (3, 3)), ("scratch", (4, nv)), ("reduced", (4, na)),
+    ]
+
+
+def int_fields(nb, na, nc, ncontrolled):
+    return chain_int_fields(nb, na, nc) + [
+        ("controlled", (ncontrolled,)),
+        ("tick_dims", (3,))]     # window, estimator frame's body, number of controlled joints
+
+
+_F = field_indices(float_fields(1, 1, 1, 1, 1))
+_I = field_indices(int_fields(1, 1, 1, 1))
+(S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
+ V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P0, INTEGRAL, TAU_EXT, DTHETA_PREV, ACCELERATION,
+ Y_RING, TAU_RING, SUM_YY, SUM_YT, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_, V_BODY,
+ VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED) = (
+    _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
+CONTROLLED, TICK_DIMS = _I["controlled"], _I["tick_dims"]
+
+
+class ClosedChainTick:
+    """Everything one tick of a closed chain's controller computes with, and the call that computes
+    it; the interface of tick.ControllerTick. model: the equivalent tree; mapping: its
+    ClosedChainMapping (loop_frames() must not be None); controlled: the active joints' tree indices,
+    in command order; frame: the estimator's frame; window: samples in the gradient window."""
+
+    def __init__(self, model, mapping, controlled, frame, window):
+        loop = mapping.loop_frames()
+        if loop is None:
+            raise ValueError(f"mapping {type(mapping).__name__}: its loop_frames() is None; the compiled "
+                             f"closed-chain tick needs the loop as a pair of frames")
+        controlled = np.asarray(controlled, dtype=np.int64)
+        if sorted(controlled.tolist()) != sorted(loop.active):
+            raise ValueError("ClosedChainTick: controlled must be the mapping's active joints")
+        nb, na, nc = model.nbodies, len(loop.active), len(loop.passive)
+        self.nb, self.nv, self.window = nb, model.nv, int(window)
+        self.f = Packed(float_fields(nb, na, nc, self.window, controlled.size))
+        self.i = Packed(int_fields(nb, na, nc, controlled.size), dtype=np.int64)
+        f, i = self.f, self.i
+        fill_chain(f, i, model, loop)
+        i.controlled[:] = controlled
+        f_id = model.frame_id(frame)
+        i.tick_dims[:] = self.window, model.frame_body[f_id], controlled.size
+        f.frame_R[:] = model.frame_R[f_id]
+        f.frame_p[:] = model.frame_p[f_id]
+        f.effort_limit[:] = [model.effort_limit[model.joint_names.index(n)] for n in model.actuated_joints]
+        f.q[:] = mapping.reference_configuration if hasattr(mapping, "reference_configuration") else 0.0
+        self.mapping = mapping
+        self.model = model
+        f.s[S_CUTOFF_HZ] = 20.0
+        self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
+
+    @property
+    def s(self):
+        return self.f.s
+
+    @property
+    def q(self):
+        """The tree configuration: written by the caller (the measurement), completed by the tick."""
+        return self.f.q
+
+    @property
+    def v(self):
+        return self.f.v
+
+    def set_model(self, model):
+        """Use `model` (the same tree, e.g. adapted inertial parameters) from the next tick on."""
+        copy_model(model, self.f)
+        self.model = model
+
+    def shift_momentum(self, old_model):
+        """After set_model: shift the observer's p0 by the change of G^T M(q) v at the current sample."""
+        from ..dynamics import crba as crba_api
+        f = self.f
+        shift = crba_api(self.model, self.model.create_data(), f.q) @ f.v
+        shift -= crba_api(old_model, old_model.create_data(), f.q) @ f.v
+        f.p0 += f.G.T @ shift
+
+    def tick(self):
+        closed_chain_tick(self.f.flat, self.f.offsets, self.i.flat, self.i.offsets)
+
+    def warm_up(self):
+        """Run the kernel once with every branch on, on these buffers, and the trajectory sampler, so
+        Numba compiles them (or loads them from its cache) now; then reset()."""
+        s, f = self.f.s, self.f
+        f.v[:] = 0.0
+        for flag in (S_ESTIMATE, S_RESET, S_GRADIENTS, S_WANT_WRENCH, S_WANT_GRADIENT):
+            s[flag] = 1.0
+        s[S_DT] = 1e-3
+        self.tick()
+        s[S_RESET], s[S_NEW_SAMPLE] = 0.0, 1.0
+        self.tick()
+        s[S_SAFE] = 1.0
+        self.tick()
+        for flag in (S_ESTIMATE, S_GRADIENTS, S_SAFE):
+            s[flag] = 0.0
+        Trajectory.through(0.0, (f.q, f.v, f.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
+            0.5, f.q_d, f.v_d, f.a_d)
+        s[S_CLOSURE_FAILURES] = 0.0
+        self.reset()
+
+    def reset(self):
+        """No sample seen: estimators, window, per-tick flags and the tracking-error sums cleared."""
+        f, s = self.f, self.f.s
+        for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_ERROR_SQ,
+                  S_ERROR_COUNT, S_WRENCH_OK):
+            s[k] = 0.0
+        for array in (f.p0, f.integral, f.tau_ext, f.acceleration, f.tau):
+            array[:] = 0.0
+        self.clear_window()
+
+    def clear_window(self):
+        self.f.s[S_COUNT] = 0.0
+        self.f.s[S_NEXT] = 0.0
+        self.f.sum_YY[:] = 0.0
+        self.f.sum_Yt[:] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def closed_chain_tick(f, fo, ints, io):
+    dims = field1(ints, io, CHAIN_DIMS, 6)
+    nb, na = dims[0], dims[1]
+    nv = nb
+    npar = 10 * nb
+    tick_dims = field1(ints, io, TICK_DIMS, 3)
+    nc = tick_dims[2]
+    controlled = field1(ints, io, CONTROLLED, nc)
+    active = field1(ints, io, ACTIVE, na)
+    s = field1(f, fo, S, NS_CHAIN)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V, nv)
+    q_d = field1(f, fo, Q_D, nv)
+    v_d = field1(f, fo, V_D, nv)
+    a_d = field1(f, fo, A_D, nv)
+    tau = field1(f, fo, TAU, nv)
+    tau_ext = field1(f, fo, TAU_EXT, nv)
+    Gm = field2(f, fo, G, nv, na)
+    reduced = field2(f, fo, REDUCED, 4, na)
+    tau_a = reduced[0]
+
+    # 1. the reference (tick.py)
+    if s[S_POINT] == 0.0:
+        centre = field1(f, fo, CENTRE, nv)
+        amplitude = field1(f, fo, AMPLITUDE, nv)
+        omega = s[S_OMEGA]
+        sine, cosine = math.sin(omega * s[S_T]), math.cos(omega * s[S_T])
+        for k in range(nv):
+            q_d[k] = centre[k] + amplitude[k] * sine
+            v_d[k] = amplitude[k] * omega * cosine
+            a_d[k] = -amplitude[k] * omega * omega * sine
+    mask = field2(f, fo, SCRATCH, 4, nv)[0]      # 1 on controlled joints
+    mask[:] = 0.0
+    for j in range(nc):
+        mask[controlled[j]] = 1.0
+    for k in range(nv):
+        if mask[k] == 0.0:
+            q_d[k] = q[k]
+            v_d[k] = v[k]
+            a_d[k] = 0.0
+
+    # 2. the loop closure from the measured state
+    q_sample = field1(f, fo, Q_SAMPLE, nv)
+    q_sample[:] = q
+    theta = field1(f, fo, THETA, na)
+    dtheta = field1(f, fo, DTHETA, na)
+    for k in range(na):
+        theta[k] = q[active[k]]
+        dtheta[k] = v[active[k]]
+    closed = close_packed(f, fo, ints, io) == CLOSED
+    if not closed:
+        s[S_CLOSURE_FAILURES] += 1.0
+        q[:] = q_sample
+    g = field1(f, fo, G_TREE, nv)
+    if closed:
+        closed = _gravity(f, fo, ints, io, nb, g)
+
+    # 3. estimators, once per new sample
+    if closed and s[S_ESTIMATE] != 0.0 and (s[S_NEW_SAMPLE] != 0.0 or s[S_RESET] != 0.0):
+        tau_applied = field1(f, fo, TAU_APPLIED, na)
+        measured = field1(f, fo, EFFORT, nv) if s[S_HAS_EFFORT] != 0.0 else tau
+        for k in range(na):
+            tau_applied[k] = measured[active[k]]
+        if s[S_RESET] != 0.0 or not _estimators_step(f, fo, ints, io, s[S_DT]):
+            if s[S_RESET] == 0.0:
+                s[S_ESTIMATOR_RESETS] += 1.0
+            _reset_estimators(f, fo, ints, io)
+
+    # 4. the torque
+    if not closed:
+        tau_a[:] = 0.0
+    elif s[S_SAFE] != 0.0:
+        _safe_torque(f, fo, s, nv, g, v, Gm, tau_a)
+    else:
+        a_tree = field1(f, fo, A_TREE, nv)
+        a_cmd = reduced[1]
+        kp = field1(f, fo, KP, nv)
+        kd = field1(f, fo, KD, nv)
+        for k in range(na):
+            j = active[k]
+            a_cmd[k] = a_d[j] + kd[j] * (v_d[j] - v[j]) + kp[j] * (q_d[j] - q[j])
+        a_bias = field1(f, fo, A_BIAS, nv)
+        for k in range(nv):
+            total = a_bias[k]
+            for i in range(na):
+                total += Gm[k, i] * a_cmd[i]
+            a_tree[k] = total
+        if not _reduced_torque(f, fo, ints, io, nb, v, a_tree, tau_a):
+            tau_a[0] = np.nan
+        if s[S_COMPENSATION] != 0.0:
+            for k in range(na):
+                tau_a[k] -= tau_ext[active[k]]
+        if s[S_NEW_SAMPLE] != 0.0:
+            error = 0.0
+            for j in range(nc):
+                e = q_d[controlled[j]] - q[controlled[j]]
+                error += e * e
+            s[S_ERROR_SQ] += error / nc
+            s[S_ERROR_COUNT] += 1.0
+    if not _all_finite(tau_a):
+        s[S_NON_FINITE] += 1.0
+        _safe_torque(f, fo, s, nv, g, v, Gm, tau_a)
+        if not _all_finite(tau_a):
+            tau_a[:] = 0.0
+    tau[:] = 0.0
+    limit = field1(f, fo, EFFORT_LIMIT, nv)
+    for k in range(na):
+        j = active[k]
+        tau[j] = max(-limit[j], min(limit[j], tau_a[k]))
+    command = field1(f, fo, COMMAND, nc)
+    for j in range(nc):
+        command[j] = tau[controlled[j]]
+
+    # 5. requested outputs
+    if s[S_WANT_WRENCH] != 0.0:
+        s[S_WRENCH_OK] = 1.0 if closed and _force(f, fo, ints, io, s[S_WRENCH_DAMPING]) else 0.0
+    if s[S_WANT_GRADIENT] != 0.0:
+        sum_YY = field2(f, fo, SUM_YY, npar, npar)
+        sum_Yt = field1(f, fo, SUM_YT, npar)
+        gradient = field1(f, fo, GRADIENT, npar)
+        flat_phi = field1(f, fo, PHI, npar)
+        for a in range(npar):
+            total = -sum_Yt[a]
+            for b in range(npar):
+                total += sum_YY[a, b] * flat_phi[b]
+            gradient[a] = total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _all_finite(x):
+    for k in range(x.shape[0]):
+        if not np.isfinite(x[k]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _gravity(f, fo, ints, io, nb, g):
+    """g(q) of the tree into g. False when not finite."""
+    return rnea(field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+                field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), field1(f, fo, Q, nb),
+                field1(f, fo, ZERO, nb), field1(f, fo, ZERO, nb), field1(f, fo, BASE_ACCEL, 6),
+                field2(f, fo, F_EXT_ZERO, nb, 6), field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3),
+                field2(f, fo, V_BODY, nb, 6), field2(f, fo, VDOT_BODY, nb, 6), field2(f, fo, F_, nb, 6),
+                field2(f, fo, TMP6, 12, 6), g)
+
+
+@njit(cache=True, nogil=True)
+def _reduced_torque(f, fo, ints, io, nb, v, a_tree, tau_a):
+    """tau_a = G^T rnea(q, v, a_tree). False when not finite."""
+    na = io[ACTIVE + 1] - io[ACTIVE]
+    return reduced_inverse_dynamics(
+        field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+        field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), field1(f, fo, Q, nb), v, a_tree,
+        field1(f, fo, BASE_ACCEL, 6), field2(f, fo, F_EXT_ZERO, nb, 6), field2(f, fo, G, nb, na),
+        field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field2(f, fo, V_BODY, nb, 6),
+        field2(f, fo, VDOT_BODY, nb, 6), field2(f, fo, F_, nb, 6), field2(f, fo, TMP6, 12, 6),
+        field1(f, fo, TAU_TREE, nb), tau_a)
+
+
+@njit(cache=True, nogil=True)
+def _safe_torque(f, fo, s, nv, g, v, Gm, out):
+    """G^T (g(q) - damping v), or zero."""
+    if s[S_SAFE_ZERO] != 0.0:
+        out[:] = 0.0
+        return
+    damping = field1(f, fo, DAMPING, nv)
+    tau_tree = field1(f, fo, TAU_TREE, nv)
+    for k in range(nv):
+        tau_tree[k] = g[k] - damping[k] * v[k]
+    project(Gm, tau_tree, out)
+
+
+@njit(cache=True, nogil=True)
+def _momentum(f, fo, ints, io, nb, na, out):
+    """out = G^T M(q) v (the reduced momentum M_a dtheta_a); M into its field; Mv into scratch row 1."""
+    parents = field1(ints, io, PARENTS, nb)
+    M = field2(f, fo, M_, nb, nb)
+    ok = crba(parents, field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+              field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), field1(f, fo, Q, nb),
+              field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
+              field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6), field2(f, fo, PHI_COMPOSITE, nb, 10),
+              field2(f, fo, F_, nb, 6), M)
+    v = field1(f, fo, V, nb)
+    Mv = field2(f, fo, SCRATCH, 4, nb)[1]
+    for i in range(nb):
+        total = 0.0
+        for j in range(nb):
+            total += M[i, j] * v[j]
+        Mv[i] = total
+    project(field2(f, fo, G, nb, na), Mv, out)
+    return ok
+
+
+@njit(cache=True, nogil=True)
+def _reset_estimators(f, fo, ints, io):
+    """Observer, acceleration filter and window start over at the current sample."""
+    dims = field1(ints, io, CHAIN_DIMS, 6)
+    nb, na = dims[0], dims[1]
+    s = field1(f, fo, S, NS_CHAIN)
+    _momentum(f, fo, ints, io, nb, na, field1(f, fo, P0, na))
+    field1(f, fo, INTEGRAL, na)[:] = 0.0
+    field1(f, fo, TAU_EXT, nb)[:] = 0.0
+    field1(f, fo, ACCELERATION, na)[:] = 0.0
+    field1(f, fo, DTHETA_PREV, na)[:] = field1(f, fo, DTHETA, na)
+    s[S_FILTER_STARTED] = 1.0
+    s[S_COUNT] = 0.0
+    s[S_NEXT] = 0.0
+    field1(f, fo, SUM_YY, 100 * nb * nb)[:] = 0.0
+    field1(f, fo, SUM_YT, 10 * nb)[:] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _estimators_step(f, fo, ints, io, dt):
+    """Observer, acceleration filter and the gradient window over one sample step of dt seconds
+    (module docstring, 3.). False (the caller resets) when a result is not finite."""
+    dims = field1(ints, io, CHAIN_DIMS, 6)
+    nb, na, nc, body_a = dims[0], dims[1], dims[2], dims[3]
+    nv = nb
+    npar = 10 * nb
+    window = field1(ints, io, TICK_DIMS, 3)[0]
+    s = field1(f, fo, S, NS_CHAIN)
+    parents = field1(ints, io, PARENTS, nb)
+    active = field1(ints, io, ACTIVE, na)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V, nv)
+    g = field1(f, fo, G_TREE, nv)
+    Gm = field2(f, fo, G, nv, na)
+    Gdot = field2(f, fo, GDOT, nv, na)
+    tau_applied = field1(f, fo, TAU_APPLIED, na)
+    tmp6 = field2(f, fo, TMP6, 12, 6)
+    reduced = field2(f, fo, REDUCED, 4, na)
+    # Gdot, while oS and oV are the loop closure's (crba and coriolis_matrix overwrite them)
+    completion_jacobian_rate(parents, field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
+                             field1(f, fo, SIGN, nv), body_a, field2(f, fo, R_A, 3, 3), field1(f, fo, P_A, 3),
+                             field1(ints, io, COMPONENTS, nc), field2(f, fo, K_P, nc, nc),
+                             field1(ints, io, PIVOTS, nc), field1(ints, io, PASSIVE, nc), Gm,
+                             field1(f, fo, RHS, nc), tmp6, Gdot)
+    # momentum observer: dp_a/dt = tau_a + tau_ext + G^T (C^T v - g) + Gdot^T M v
+    momentum = reduced[2]
+    if not _momentum(f, fo, ints, io, nb, na, momentum):
+        return False
+    C = field2(f, fo, C_, nv, nv)
+    if not coriolis_matrix(parents, field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+                           field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), q, v,
+                           field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
+                           field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
+                           field2(f, fo, OPSI, nb, 6), field3(f, fo, OIC, nb, 6, 6), field3(f, fo, OBC, nb, 6, 6),
+                           field3(f, fo, X_, nb, 6, 6), tmp6, field3(f, fo, TMP66, 2, 6, 6), C):
+        return False
+    Mv = field2(f, fo, SCRATCH, 4, nv)[1]
+    tree_term = field2(f, fo, SCRATCH, 4, nv)[2]
+    for i in range(nv):
+        ctv = 0.0
+        for j in range(nv):
+            ctv += C[j, i] * v[j]
+        tree_term[i] = ctv - g[i]
+    drift = reduced[3]
+    project(Gm, tree_term, drift)
+    r = field1(f, fo, TAU_EXT, nv)
+    integral = field1(f, fo, INTEGRAL, na)
+    p0 = field1(f, fo, P0, na)
+    gain = field1(f, fo, OBSERVER_GAIN, na)
+    for i in range(na):
+        total = drift[i]
+        for k in range(nv):
+            total += Gdot[k, i] * Mv[k]
+        integral[i] += dt * (tau_applied[i] + total + r[active[i]])
+    for i in range(na):
+        r[active[i]] = gain[i] * (momentum[i] - p0[i] - integral[i])
+    if not _all_finite(r):
+        return False
+
+    # acceleration of theta_a: a += alpha ((dtheta - dtheta_prev) / dt - a)
+    dtheta = field1(f, fo, DTHETA, na)
+    a = field1(f, fo, ACCELERATION, na)
+    prev = field1(f, fo, DTHETA_PREV, na)
+    alpha = dt / (dt + 1.0 / (2.0 * math.pi * s[S_CUTOFF_HZ]))
+    for k in range(na):
+        a[k] += alpha * ((dtheta[k] - prev[k]) / dt - a[k])
+        prev[k] = dtheta[k]
+    if not _all_finite(a):
+        return False
+    if s[S_GRADIENTS] == 0.0:
+        return True
+
+    # the gradient window: Y_a = G^T Y(q, v, G a + Gdot dtheta)
+    a_tree = field1(f, fo, A_TREE, nv)
+    a_bias = field1(f, fo, A_BIAS, nv)
+    for k in range(nv):
+        total = a_bias[k]
+        for i in range(na):
+            total += Gm[k, i] * a[i]
+        a_tree[k] = total
+    slot = int(s[S_NEXT])
+    full = int(s[S_COUNT]) == window
+    Y_ring = field3(f, fo, Y_RING, window, na, npar)
+    tau_ring = field2(f, fo, TAU_RING, window, na)
+    sum_YY = field2(f, fo, SUM_YY, npar, npar)
+    sum_Yt = field1(f, fo, SUM_YT, npar)
+    Y_a = Y_ring[slot]
+    if full:
+        _window_sums_add(Y_a, tau_ring[slot], -1.0, sum_YY, sum_Yt)
+    if not reduced_regressor(parents, field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
+                             field2(f, fo, HOME_P, nb, 3), q, v, a_tree, field1(f, fo, BASE_ACCEL, 6), Gm,
+                             field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
+                             field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6), field2(f, fo, V_BODY, nb, 6),
+                             field2(f, fo, VDOT_BODY, nb, 6), tmp6, field2(f, fo, Y_, nv, npar), Y_a):
+        return False
+    tau_ring[slot] = tau_applied
+    _window_sums_add(Y_a, tau_applied, 1.0, sum_YY, sum_Yt)
+    s[S_NEXT] = (slot + 1) % window
+    s[S_COUNT] = min(s[S_COUNT] + 1.0, window)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _window_sums_add(Y_a, tau_a, sign, sum_YY, sum_Yt):
+    """sum_YY += sign Y_a^T Y_a, sum_Yt += sign Y_a^T tau_a."""
+    for k in range(Y_a.shape[0]):
+        yk = Y_a[k]
+        for a in range(yk.shape[0]):
+            ya = sign * yk[a]
+            if ya == 0.0:
+                continue
+            sum_Yt[a] += ya * tau_a[k]
+            row = sum_YY[a]
+            for b in range(yk.shape[0]):
+                row[b] += ya * yk[b]
+
+
+@njit(cache=True, nogil=True)
+def _force(f, fo, ints, io, damping):
+    """wrench = [0; f], f = (J_a J_a^T + damping^2 I)^-1 J_a tau_ext (module docstring, 5.); False when
+    not finite."""
+    dims = field1(ints, io, CHAIN_DIMS, 6)
+    nb, na = dims[0], dims[1]
+    nv = nb
+    frame_body = field1(ints, io, TICK_DIMS, 3)[1]
+    active = field1(ints, io, ACTIVE, na)
+    J = field2(f, fo, J_, 6, nv)
+    if not frame_jacobian(field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6),
+                          field3(f, fo, HOME_R, nb, 3, 3), field2(f, fo, HOME_P, nb, 3), field1(f, fo, Q, nv),
+                          field1(ints, io, PATH, nb), field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3),
+                          field3(f, fo, OR, nb, 3, 3), field2(f, fo, OP, nb, 3), frame_body,
+                          field2(f, fo, FRAME_R, 3, 3), field1(f, fo, FRAME_P, 3), LOCAL_WORLD_ALIGNED, J):
+        return False
+    Gm = field2(f, fo, G, nv, na)
+    J_a = field2(f, fo, J_A, 3, na)
+    for r in range(3):
+        for i in range(na):
+            total = 0.0
+            for k in range(nv):
+                total += J[3 + r, k] * Gm[k, i]
+            J_a[r, i] = total
+    A = field2(f, fo, A3, 3, 3)
+    w = field1(f, fo, WRENCH, 6)
+    tau_ext = field1(f, fo, TAU_EXT, nv)
+    for a in range(3):
+        total = 0.0
+        for i in range(na):
+            total += J_a[a, i] * tau_ext[active[i]]
+        w[3 + a] = total
+        w[a] = 0.0
+        for b in range(3):
+            total = 0.0
+            for i in range(na):
+                total += J_a[a, i] * J_a[b, i]
+            A[a, b] = total
+        A[a, a] += damping * damping
+    if not cholesky_solve(A, w[3:]):
+        return False
+    return _all_finite(w)
