@@ -170,8 +170,12 @@ def test_wrong_sizes_and_foreign_data_are_value_errors():
         dc.crba(model, other.create_data(), q)
     with pytest.raises(ValueError, match="model must be a dyn_control.Model"):
         dc.gravity(None, data, q)
-    with pytest.raises(ValueError, match=r"f_ext must have shape \(9, 6\)"):
-        dc.rnea(model, data, q, q, q, np.zeros((9, 3)))
+    dc.rnea(model, data, q, q, q, np.zeros((9, 6)))  # the fast path's f_ext variant compiled
+    for bad in (np.zeros((9, 3)), np.zeros((9, 7)), np.zeros((8, 6))):
+        with pytest.raises(ValueError, match=r"f_ext must have shape \(9, 6\)"):
+            dc.rnea(model, data, q, q, q, bad)
+        with pytest.raises(ValueError, match=r"f_ext must have shape \(9, 6\)"):
+            dc.aba(model, data, q, q, q, bad)
 
 
 def test_external_forces_on_the_fast_path_agree_with_pinocchio():

@@ -132,7 +132,7 @@ def rnea_ext(model, data, q, v, a, f_ext):
     """data.tau = rnea(q, v, a, f_ext)."""
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb
-            and f_ext.shape[0] == nb):
+            and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
         return REFUSED
     return status(_rnea_into(model, data, q, v, a, f_ext, vec(data, TAU, nb)))
 
@@ -200,7 +200,7 @@ def aba_ext(model, data, q, v, tau, f_ext):
     """data.ddq = aba(q, v, tau, f_ext) (ZeroDivisionError: M(q) singular)."""
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb
-            and f_ext.shape[0] == nb):
+            and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
         return REFUSED
     return status(_aba_into(model, data, q, v, tau, f_ext))
 
