@@ -26,10 +26,13 @@ def _cases(model, data, pm, pd, q, v, a):
         ("crba", lambda: dc.crba(model, data, q), lambda: pin.crba(pm, pd, qp)),
         ("nonlinear_effects", lambda: dc.nonlinear_effects(model, data, q, v),
          lambda: pin.nonLinearEffects(pm, pd, qp, v)),
+        ("gravity", lambda: dc.gravity(model, data, q), lambda: pin.computeGeneralizedGravity(pm, pd, qp)),
         ("coriolis_matrix", lambda: dc.coriolis_matrix(model, data, q, v),
          lambda: pin.computeCoriolisMatrix(pm, pd, qp, v)),
         ("jacobian (world)", lambda: dc.jacobian(model, data, q, frame),
          lambda: pin.computeFrameJacobian(pm, pd, qp, fid, pin.WORLD)),
+        ("forward_kinematics", lambda: dc.forward_kinematics(model, data, q),
+         lambda: pin.framesForwardKinematics(pm, pd, qp)),
     ]
 
 

@@ -7,13 +7,20 @@ Models with coupled mimic joints go through the tree kernels and the coupling ma
 """
 import numpy as np
 
-from .dynamics import (aba, as_real_array, as_vector, check_model_data, coupled_result, coupled_tree_state,
-                       crba, external_forces, non_finite_error)
+from .dynamics import (_F64, _FAST_REFUSED, aba, as_real_array, as_vector, check_model_data, compiled_call,
+                       coupled_result, coupled_tree_state, crba, external_forces, non_finite_error, strict)
 from .kernels import batch as _batch
+from .kernels import entry as _entry
 from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
 from .kernels import rnea_derivatives as _rnea_derivatives
 from .model import Model
+
+# fast paths: one strict compiled call (see dynamics.py)
+_fast_regressor = strict(_entry.regressor)
+_fast_rnea_derivatives = strict(_entry.rnea_derivatives)
+_fast_minverse = strict(_entry.minverse)
+_fast_aba_derivatives = strict(_entry.aba_derivatives)
 
 
 def _regressor_tree(model, data, q, v, a, Y):
@@ -28,13 +35,19 @@ def regressor(model, data, q, v, a):
     """Joint torque regressor Y (nv, 10 * nbodies) with rnea(q, v, a) = Y @ model.inertial_parameters()
     (per body [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz], inertia about the body origin)
     -> data.Y."""
+    try:
+        if q.dtype is v.dtype is a.dtype is _F64 and _fast_regressor(model._buf, data._buf, q, v, a) == _entry.OK:
+            return data.Y
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     nv = model.nv
     q = as_vector("q", q, nv)
     v = as_vector("v", v, nv)
     a = as_vector("a", a, nv)
     if model.coupling is None:
-        _regressor_tree(model, data, q, v, a, data._Y)
+        if compiled_call(_entry.regressor, model._buf, data._buf, q, v, a) != _entry.OK:
+            _regressor_tree(model, data, q, v, a, data._Y)
         return data.Y
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
     Y_tree = _regressor_tree(model, data, q_t, v_t, a_t, data._Y_tree)
@@ -54,15 +67,24 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     """First-order derivatives of tau = rnea(q, v, a, f_ext): (dtau_dq, dtau_dv, M) -> data.dtau_dq,
     data.dtau_dv, data.dtau_da, each (nv, nv); M = d tau / d a. f_ext: None or (nbodies, 6), each
     body's spatial force [n; f] in its own frame (constant in that frame)."""
+    try:
+        if (f_ext is None and q.dtype is v.dtype is a.dtype is _F64
+                and _fast_rnea_derivatives(model._buf, data._buf, q, v, a) == _entry.OK):
+            return data.dtau_dq, data.dtau_dv, data.dtau_da
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     nv = model.nv
+    given = f_ext
     q = as_vector("q", q, nv)
     v = as_vector("v", v, nv)
     a = as_vector("a", a, nv)
     f_ext = external_forces(model, data, f_ext)
     G = model.coupling
     if G is None:
-        _rnea_derivatives_tree(model, data, q, v, a, f_ext)
+        if (given is not None or compiled_call(_entry.rnea_derivatives, model._buf, data._buf, q, v, a)
+                != _entry.OK):
+            _rnea_derivatives_tree(model, data, q, v, a, f_ext)
         return data.dtau_dq, data.dtau_dv, data.dtau_da
     _rnea_derivatives_tree(model, data, *coupled_tree_state(model, data, q, v, a), f_ext)
     for out, tree in zip((data._dtau_dq, data._dtau_dv, data._dtau_da), data._derivatives_tree):
@@ -84,8 +106,15 @@ def _inverse_of(model, M):
 
 def minverse(model, data, q):
     """M(q)^-1 (nv, nv), full symmetric, by the articulated-body algorithm in O(n^2) -> data.Minv."""
+    try:
+        if q.dtype is _F64 and _fast_minverse(model._buf, data._buf, q) == _entry.OK:
+            return data.Minv
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
+    if model.coupling is None and compiled_call(_entry.minverse, model._buf, data._buf, q) == _entry.OK:
+        return data.Minv
     if model.coupling is not None:
         coupled_result(data._Minv, _inverse_of(model, crba(model, data, q)), q=q)
         return data.Minv
@@ -104,12 +133,22 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     """First-order derivatives of a = aba(q, v, tau, f_ext): (da_dq, da_dv, Minv) -> data.ddq_dq,
     data.ddq_dv, data.Minv, each (nv, nv); Minv = d a / d tau. data.ddq receives a itself, and
     data.dtau_dq, data.dtau_dv the inverse-dynamics derivatives at that a."""
+    try:
+        if (f_ext is None and q.dtype is v.dtype is tau.dtype is _F64
+                and _fast_aba_derivatives(model._buf, data._buf, q, v, tau) == _entry.OK):
+            return data.ddq_dq, data.ddq_dv, data.Minv
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     nv = model.nv
+    given = f_ext
     q = as_vector("q", q, nv)
     v = as_vector("v", v, nv)
     tau = as_vector("tau", tau, nv)
     f_ext = external_forces(model, data, f_ext)
+    if (model.coupling is None and given is None
+            and compiled_call(_entry.aba_derivatives, model._buf, data._buf, q, v, tau) == _entry.OK):
+        return data.ddq_dq, data.ddq_dv, data.Minv
     if model.coupling is not None:
         ddq = aba(model, data, q, v, tau, f_ext)
         dtau_dq, dtau_dv, M = rnea_derivatives(model, data, q, v, ddq, f_ext)

@@ -10,17 +10,81 @@ turns a refusal into a ValueError naming the arguments: the non-finite ones, or 
 finite inputs overflow. Models with coupled mimic joints go through the tree kernels and the
 coupling matrix G (q_tree = G q + offset, tau = G^T tau_tree).
 """
+import threading
+
+import numba
 import numpy as np
 
 from .kernels import aba as _aba
 from .kernels import coriolis as _coriolis
 from .kernels import crba as _crba
+from .kernels import entry as _entry
 from .kernels import kinematics as _kin
 from .kernels import rnea as _rnea
 from .model import Data, Model, as_real_array
 
 _F64 = np.dtype(np.float64)
 _REFERENCES = {"world": _kin.WORLD, "local": _kin.LOCAL, "local_world_aligned": _kin.LOCAL_WORLD_ALIGNED}
+
+
+# ----------------------------------------------------------------------------------------------
+# Fast path: one compiled call on packed buffers (kernels/entry.py).
+#
+# A public function first calls its entry kernel with the caller's arguments as they are. The entry
+# kernel's dispatcher is strict: it runs only the one signature compiled for canonical arguments
+# (C-contiguous, aligned, writable float64 arrays, checked by the dispatcher's typing in C, much
+# cheaper than NumPy checks from Python) and raises TypeError for any other argument types (lists,
+# float32, strided or read-only arrays, None, ...) instead of compiling them. The kernel checks sizes
+# and finiteness; anything but OK (or a TypeError, or an AttributeError from a model or data of the
+# wrong kind) sends the call down the checked path, which brings the inputs to canonical form, names
+# what is wrong, and compiles the entry kernel's one signature on the first call. One check stays in
+# Python: `x.dtype is _F64` (NumPy's native float64 descriptor), since Numba's dispatcher may take a
+# byte-swapped float64 array for a native one (its type fingerprint ignores the byte order).
+
+_JIT = not numba.config.DISABLE_JIT
+_COMPILING = threading.Lock()
+
+
+def strict(kernel):
+    """The entry kernel, made to refuse (TypeError) argument types it was not compiled for. Without
+    the JIT (NUMBA_DISABLE_JIT=1) nothing would type-check the fast call, so it always refuses and
+    every call takes the checked path (which runs the same kernel)."""
+    if not _JIT:
+        def refuse(*args):
+            raise TypeError("fast path off without the JIT")
+        return refuse
+    kernel._can_compile = False  # Dispatcher.disable_compile() before its first signature
+    return kernel
+
+
+def compiled_call(kernel, *args):
+    """kernel(*args) for canonical arguments, compiling the kernel's signature for them if needed."""
+    if not _JIT:
+        return kernel(*args)
+    signature = tuple(numba.typeof(x) for x in args)
+    if signature not in kernel.overloads:
+        with _COMPILING:
+            kernel._can_compile = True
+            try:
+                kernel.compile(signature)
+            finally:
+                kernel._can_compile = False
+    return kernel(*args)
+
+
+_fast_rnea = strict(_entry.rnea)
+_fast_rnea_ext = strict(_entry.rnea_ext)
+_fast_nonlinear_effects = strict(_entry.nonlinear_effects)
+_fast_gravity = strict(_entry.gravity)
+_fast_crba = strict(_entry.crba)
+_fast_aba = strict(_entry.aba)
+_fast_aba_ext = strict(_entry.aba_ext)
+_fast_coriolis_matrix = strict(_entry.coriolis_matrix)
+_fast_forward_kinematics = strict(_entry.forward_kinematics)
+_fast_jacobian = strict(_entry.jacobian)
+# a fast call that gives way: argument types not compiled (TypeError; ValueError where Numba cannot
+# type an argument, such as an empty list), not a Model or Data (AttributeError), M(q) singular in ABA
+_FAST_REFUSED = (AttributeError, TypeError, ValueError, ZeroDivisionError)
 
 
 def as_vector(name, x, n):
@@ -128,14 +192,29 @@ def rnea(model, data, q, v, a, f_ext=None):
     """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i  -> data.tau (nv,).
 
     f_ext: None or (nbodies, 6), the spatial force [n; f] on each body, in the body's frame."""
+    try:
+        if f_ext is None:
+            if q.dtype is v.dtype is a.dtype is _F64 and _fast_rnea(model._buf, data._buf, q, v, a) == _entry.OK:
+                return data.tau
+        elif (q.dtype is v.dtype is a.dtype is f_ext.dtype is _F64
+              and _fast_rnea_ext(model._buf, data._buf, q, v, a, f_ext) == _entry.OK):
+            return data.tau
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     nv = model.nv
+    given = f_ext
     q = as_vector("q", q, nv)
     v = as_vector("v", v, nv)
     a = as_vector("a", a, nv)
     f_ext = external_forces(model, data, f_ext)
     if model.coupling is None:
-        rnea_tree(model, data, q, v, a, f_ext, data._tau)
+        if given is None:
+            status = compiled_call(_entry.rnea, model._buf, data._buf, q, v, a)
+        else:
+            status = compiled_call(_entry.rnea_ext, model._buf, data._buf, q, v, a, f_ext)
+        if status != _entry.OK:
+            rnea_tree(model, data, q, v, a, f_ext, data._tau)  # names the error, or a LargeData
         return data.tau
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
     tau_tree = rnea_tree(model, data, q_t, v_t, a_t, f_ext, data._tau_tree)
@@ -145,24 +224,49 @@ def rnea(model, data, q, v, a, f_ext=None):
 
 def nonlinear_effects(model, data, q, v):
     """C(q, v) v + g(q)  -> data.nle (nv,)."""
+    try:
+        if q.dtype is v.dtype is _F64 and _fast_nonlinear_effects(model._buf, data._buf, q, v) == _entry.OK:
+            return data.nle
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
+    if model.coupling is None:
+        q = as_vector("q", q, model.nv)
+        v = as_vector("v", v, model.nv)
+        if compiled_call(_entry.nonlinear_effects, model._buf, data._buf, q, v) == _entry.OK:
+            return data.nle
     data._nle[:] = rnea(model, data, q, v, data._zero)
     return data.nle
 
 
 def gravity(model, data, q):
     """Generalized gravity g(q)  -> data.g (nv,)."""
+    try:
+        if q.dtype is _F64 and _fast_gravity(model._buf, data._buf, q) == _entry.OK:
+            return data.g
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
+    if model.coupling is None:
+        q = as_vector("q", q, model.nv)
+        if compiled_call(_entry.gravity, model._buf, data._buf, q) == _entry.OK:
+            return data.g
     data._g[:] = rnea(model, data, q, data._zero, data._zero)
     return data.g
 
 
 def crba(model, data, q):
     """Joint-space inertia matrix M(q), full symmetric  -> data.M (nv, nv)."""
+    try:
+        if q.dtype is _F64 and _fast_crba(model._buf, data._buf, q) == _entry.OK:
+            return data.M
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
     if model.coupling is None:
-        crba_tree(model, data, q, data._M)
+        if compiled_call(_entry.crba, model._buf, data._buf, q) != _entry.OK:
+            crba_tree(model, data, q, data._M)
         return data.M
     G = model.coupling
     M_tree = crba_tree(model, data, coupled_tree_state(model, data, q)[0], data._M_tree)
@@ -172,12 +276,32 @@ def crba(model, data, q):
 
 def aba(model, data, q, v, tau, f_ext=None):
     """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i)  -> data.ddq."""
+    try:
+        if f_ext is None:
+            if q.dtype is v.dtype is tau.dtype is _F64 and _fast_aba(model._buf, data._buf, q, v, tau) == _entry.OK:
+                return data.ddq
+        elif (q.dtype is v.dtype is tau.dtype is f_ext.dtype is _F64
+              and _fast_aba_ext(model._buf, data._buf, q, v, tau, f_ext) == _entry.OK):
+            return data.ddq
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     nv = model.nv
+    given = f_ext
     q = as_vector("q", q, nv)
     v = as_vector("v", v, nv)
     tau = as_vector("tau", tau, nv)
     f_ext = external_forces(model, data, f_ext)
+    if model.coupling is None:
+        try:
+            if given is None:
+                status = compiled_call(_entry.aba, model._buf, data._buf, q, v, tau)
+            else:
+                status = compiled_call(_entry.aba_ext, model._buf, data._buf, q, v, tau, f_ext)
+        except ZeroDivisionError:
+            raise singular_inertia_error(model, data) from None
+        if status == _entry.OK:
+            return data.ddq
     if model.coupling is not None:
         # coupled joints: no articulated-body recursion; solve with the reduced M instead
         bias = rnea(model, data, q, v, np.zeros(nv), f_ext).copy()
@@ -207,10 +331,17 @@ def singular_inertia_error(model, data):
 
 def coriolis_matrix(model, data, q, v):
     """C(q, v) with C v = nonlinear_effects - gravity and Mdot - 2C skew-symmetric  -> data.C."""
+    try:
+        if q.dtype is v.dtype is _F64 and _fast_coriolis_matrix(model._buf, data._buf, q, v) == _entry.OK:
+            return data.C
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
     v = as_vector("v", v, model.nv)
     G = model.coupling
+    if G is None and compiled_call(_entry.coriolis_matrix, model._buf, data._buf, q, v) == _entry.OK:
+        return data.C
     if G is not None:
         q_t, v_t, _ = coupled_tree_state(model, data, q, v)
     else:
@@ -236,8 +367,16 @@ def _tree_q(model, data, q):
 
 def forward_kinematics(model, data, q):
     """World (root-frame) poses of all frames, (nframes, 4, 4) in model.frame_names order."""
+    try:
+        if q.dtype is _F64 and _fast_forward_kinematics(model._buf, data._buf, q) == _entry.OK:
+            return data.frame_poses
+    except _FAST_REFUSED:
+        pass
     check_model_data(model, data)
     q, q_t = _tree_q(model, data, q)
+    if (model.coupling is None and len(data.frame_poses) == len(model.frame_names)
+            and compiled_call(_entry.forward_kinematics, model._buf, data._buf, q) == _entry.OK):
+        return data.frame_poses
     if not _kin.forward_kinematics(model._parents, model._screw_axes, model._home_R, model._home_p,
                                    model._frame_body, model._frame_R, model._frame_p, q_t, data._R,
                                    data._p, data._oR, data._op, data._frame_poses):
@@ -256,6 +395,12 @@ def jacobian(model, data, q, frame, reference="world"):
     "world": spatial velocity in the root frame at the root origin (Pinocchio WORLD);
     "local": twist in the frame's own axes; "local_world_aligned": angular velocity and the
     frame origin's linear velocity in the root frame's axes."""
+    try:
+        if q.dtype is _F64 and _fast_jacobian(model._buf, data._buf, q, model._frame_index[frame],
+                          _REFERENCES[reference]) == _entry.OK:
+            return data.J
+    except (*_FAST_REFUSED, KeyError):
+        pass
     check_model_data(model, data)
     f = model.frame_id(frame)
     try:
@@ -264,6 +409,9 @@ def jacobian(model, data, q, frame, reference="world"):
         raise ValueError(f"reference must be one of {', '.join(_REFERENCES)}, got {reference!r}") from None
     q, q_t = _tree_q(model, data, q)
     G = model.coupling
+    if (G is None and len(data.frame_poses) == len(model.frame_names)
+            and compiled_call(_entry.jacobian, model._buf, data._buf, q, f, code) == _entry.OK):
+        return data.J
     J = data._J if G is None else data._J_tree
     if not _kin.frame_jacobian(model._parents, model._screw_axes, model._home_R, model._home_p, q_t,
                                data._support, data._R, data._p, data._oR, data._op, model._frame_body[f],

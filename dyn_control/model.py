@@ -13,6 +13,8 @@ q_tree = coupling @ q + coupling_offset, and nq = nv < nbodies.
 """
 import numpy as np
 
+from .kernels.entry import DATA_FIELDS, HEADER, MODEL_FIELDS
+
 REVOLUTE = 0
 PRISMATIC = 1
 CONTINUOUS = 2
@@ -34,6 +36,42 @@ def as_real_array(name, x, expected):
         return np.require(array, np.float64, ("C", "A", "W"))
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be {expected}, got {type(x).__name__}") from None
+
+
+def pack_arrays(arrays, fields, head):
+    """(buf, {name: copy}): the arrays {name: array} copied into one new float64 buffer `buf`, laid out
+    as kernels/entry.py reads it: buf[:HEADER] = head, buf[HEADER + k] = start of fields[k] in
+    float64 slots (-1 when absent or not contiguous), then the arrays. Arrays that share memory
+    (views of one array, such as Data's stacks and their named rows) share it in the buffer too."""
+    def owner(x):
+        while isinstance(x.base, np.ndarray):
+            x = x.base
+        return x
+
+    def address(x):
+        return x.__array_interface__["data"][0]
+
+    slots = {}  # id(owner) -> first slot of its copy
+    end = HEADER + len(fields)
+    for x in arrays.values():
+        o = owner(x)
+        if id(o) not in slots:
+            slots[id(o)] = end
+            end += -(-o.nbytes // 8)
+    buf = np.zeros(end)
+    buf[:HEADER] = head
+    buf[HEADER:HEADER + len(fields)] = -1.0
+    copies = {}
+    for name, x in arrays.items():
+        o = owner(x)
+        offset = 8 * slots[id(o)] + address(x) - address(o)
+        copy = np.ndarray(x.shape, x.dtype, buffer=buf, offset=offset, strides=x.strides)
+        copy[...] = x
+        copies[name] = copy
+    for k, name in enumerate(fields):
+        if name in copies and copies[name].flags.c_contiguous and copies[name].itemsize == 8:
+            buf[HEADER + k] = (address(copies[name]) - address(buf)) // 8
+    return buf, copies
 
 
 def _frozen(array, dtype=np.float64):
@@ -99,6 +137,19 @@ class Model:
         self.frame_aliases.update(zip(self.joint_names, self.body_names))
         for alias, frame in self.frame_aliases.items():
             self._frame_index.setdefault(alias, self._frame_index[frame])
+        self._pack()
+
+    def _pack(self):
+        """All arrays into one buffer `_buf` (kernels/entry.py: one argument for the whole model);
+        the writable `_name` and read-only `name` attributes become views of it."""
+        names = [n[1:] for n, x in vars(self).items() if n.startswith("_") and isinstance(x, np.ndarray)]
+        head = (self.nbodies, self.nv, len(self.frame_names), float(self.coupling is not None))
+        self._buf, copies = pack_arrays({n: getattr(self, "_" + n) for n in names}, MODEL_FIELDS, head)
+        for name, copy in copies.items():
+            view = copy.view()
+            view.flags.writeable = False
+            setattr(self, "_" + name, copy)
+            setattr(self, name, view)
 
     def __repr__(self):
         return (f"Model({self.name!r}: {self.nbodies} moving bodies, nq = nv = {self.nv}, "
@@ -332,6 +383,13 @@ class Data:
         if self.families_now:
             for allocate in _FAMILIES:
                 allocate(self)
+        # one buffer for all of the above (kernels/entry.py: one argument for the whole workspace);
+        # a LargeData's families come later, in arrays of their own
+        arrays = {n: x for n, x in vars(self).items() if isinstance(x, np.ndarray)}
+        head = (nb, nv, nf, float(self.coupled))
+        self._buf, copies = pack_arrays(arrays, DATA_FIELDS, head)
+        for name, copy in copies.items():
+            setattr(self, name, copy)
         self._publish()
 
     def _publish(self):

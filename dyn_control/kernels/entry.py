@@ -1,0 +1,320 @@
+"""Entry kernels: one compiled call per public function, on packed buffers.
+
+Numba unboxes every array argument of a call (some 40 ns each through the dispatcher, plus its type
+resolution): the kernels of this package take 15-25 arrays, so a call cost more than the compute of a
+9-DoF arm. A Model keeps its arrays in one float64 buffer `model._buf` and a Data its workspace in
+one `data._buf` (the named attributes are views of them, see model.py), each starting with a header:
+
+    buf[0:HEADER] = nbodies, nv, nframes, coupled (1.0 for mimic coupling)
+    buf[HEADER + k] = start of field k of MODEL_FIELDS / DATA_FIELDS (-1: absent), in float64 slots
+
+so an entry kernel takes (model buffer, data buffer, inputs), takes named views of the fields (no
+copy, nothing allocated) and calls the algorithm kernels of the other modules with exactly what the
+public functions passed them before: results are bit for bit the same. Integer fields (parents,
+support, subtree_end) are int64 views of their slots.
+
+An entry kernel checks what its fast call did not: model and data of one size, no mimic coupling,
+every field present (a LargeData allocates some on first use, outside the buffer), inputs of length
+nv; then it returns the algorithm's verdict. Anything but OK sends the public function to its checked
+path, which names the problem (dynamics.py).
+"""
+import numpy as np
+from numba import njit
+
+from .aba import aba as _aba
+from .coriolis import coriolis_matrix as _coriolis_matrix
+from .crba import crba as _crba
+from .kinematics import forward_kinematics as _forward_kinematics
+from .kinematics import frame_jacobian as _frame_jacobian
+from .minverse import OK as MINV_OK
+from .minverse import aba_derivatives as _aba_derivatives
+from .minverse import minverse as _minverse
+from .regressor import regressor as _regressor
+from .rnea import rnea as _rnea
+from .rnea_derivatives import rnea_derivatives as _rnea_derivatives
+
+HEADER = 4          # nbodies, nv, nframes, coupled
+OK = 0              # entry status: done
+REFUSED = 1         # sizes, coupling or a missing field: the checked path decides
+FAILED = 2          # the algorithm refused (non-finite input or result, singular M)
+
+MODEL_FIELDS = ("parents", "screw_axes", "home_R", "home_p", "phi", "base_accel", "frame_body",
+                "frame_R", "frame_p")
+(PARENTS, SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_BODY, FRAME_R,
+ FRAME_P) = range(len(MODEL_FIELDS))
+
+DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g", "zero", "f_ext_zero",
+               "M", "phi_composite", "oS", "oV", "phi_world", "c", "IA", "pA", "U", "D", "u", "oA", "ddq",
+               "oPsi", "oIc", "oBc", "X", "tmp66", "C", "support", "J", "frame_poses", "ophi_c",
+               "deriv_vectors", "Minv_IA", "Minv_F", "subtree_end", "deriv_joint", "Minv",
+               "derivatives_tree", "Y")
+(R, P, OR, OP, V, VDOT, F, TMP6, TAU, NLE, G, ZERO, F_EXT_ZERO,
+ M, PHI_COMPOSITE, OS, OV, PHI_WORLD, C, IA, PA, U, D, U_SMALL, OA, DDQ,
+ OPSI, OIC, OBC, X, TMP66, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
+ DERIV_VECTORS, MINV_IA, MINV_F, SUBTREE_END, DERIV_JOINT, MINV,
+ DERIVATIVES_TREE, Y) = range(len(DATA_FIELDS))
+
+
+# ----------------------------------------------------------------------------------------------
+# Named views of a packed buffer
+
+
+@njit(cache=True, inline="always")
+def start(buf, field):
+    return int(buf[HEADER + field])
+
+
+@njit(cache=True, inline="always")
+def vec(buf, field, n0):
+    o = start(buf, field)
+    return buf[o:o + n0]
+
+
+@njit(cache=True, inline="always")
+def mat(buf, field, n0, n1):
+    o = start(buf, field)
+    return buf[o:o + n0 * n1].reshape((n0, n1))
+
+
+@njit(cache=True, inline="always")
+def cube(buf, field, n0, n1, n2):
+    o = start(buf, field)
+    return buf[o:o + n0 * n1 * n2].reshape((n0, n1, n2))
+
+
+@njit(cache=True, inline="always")
+def ints(buf, field, n0):
+    o = start(buf, field)
+    return buf[o:o + n0].view(np.int64)
+
+
+@njit(cache=True, inline="always")
+def fits(model, data, nframes):
+    """Model and data of one tree, without mimic coupling (nframes: compare frame counts too)."""
+    return (model[0] == data[0] and model[1] == data[1] and model[3] == 0.0 and data[3] == 0.0
+            and (not nframes or model[2] == data[2]))
+
+
+@njit(cache=True, inline="always")
+def has(data, field):
+    return data[HEADER + field] >= 0.0
+
+
+@njit(cache=True, inline="always")
+def status(done):
+    return OK if done else FAILED
+
+
+# ----------------------------------------------------------------------------------------------
+# Inverse dynamics (kernels/rnea.py), its parts, and the external-force variant
+
+
+@njit(cache=True, inline="always")
+def _rnea_into(model, data, q, v, a, f_ext, out):
+    nb = q.shape[0]
+    return _rnea(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+                 mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, a, vec(model, BASE_ACCEL, 6),
+                 f_ext, cube(data, R, nb, 3, 3), mat(data, P, nb, 3), mat(data, V, nb, 6),
+                 mat(data, VDOT, nb, 6), mat(data, F, nb, 6), mat(data, TMP6, 4, 6), out)
+
+
+@njit(cache=True)
+def rnea(model, data, q, v, a):
+    """data.tau = rnea(q, v, a) without external forces."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb):
+        return REFUSED
+    return status(_rnea_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6), vec(data, TAU, nb)))
+
+
+@njit(cache=True)
+def rnea_ext(model, data, q, v, a, f_ext):
+    """data.tau = rnea(q, v, a, f_ext)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb
+            and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
+        return REFUSED
+    return status(_rnea_into(model, data, q, v, a, f_ext, vec(data, TAU, nb)))
+
+
+@njit(cache=True)
+def nonlinear_effects(model, data, q, v):
+    """data.nle = rnea(q, v, 0)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb):
+        return REFUSED
+    return status(_rnea_into(model, data, q, v, vec(data, ZERO, nb), mat(data, F_EXT_ZERO, nb, 6),
+                             vec(data, NLE, nb)))
+
+
+@njit(cache=True)
+def gravity(model, data, q):
+    """data.g = rnea(q, 0, 0)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb):
+        return REFUSED
+    zero = vec(data, ZERO, nb)
+    return status(_rnea_into(model, data, q, zero, zero, mat(data, F_EXT_ZERO, nb, 6), vec(data, G, nb)))
+
+
+# ----------------------------------------------------------------------------------------------
+# Mass matrix, forward dynamics, Coriolis matrix, kinematics
+
+
+@njit(cache=True)
+def crba(model, data, q):
+    """data.M = M(q)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb):
+        return REFUSED
+    return status(_crba(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6),
+                        cube(model, HOME_R, nb, 3, 3), mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q,
+                        cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
+                        mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, PHI_COMPOSITE, nb, 10),
+                        mat(data, F, nb, 6), mat(data, M, nb, nb)))
+
+
+@njit(cache=True, inline="always")
+def _aba_into(model, data, q, v, tau, f_ext):
+    nb = q.shape[0]
+    return _aba(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+                mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, tau, vec(model, BASE_ACCEL, 6),
+                f_ext, cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
+                mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, OV, nb, 6), mat(data, PHI_WORLD, nb, 10),
+                mat(data, C, nb, 6), cube(data, IA, nb, 6, 6), mat(data, PA, nb, 6), mat(data, U, nb, 6),
+                vec(data, D, nb), vec(data, U_SMALL, nb), mat(data, OA, nb, 6), mat(data, TMP6, 4, 6),
+                vec(data, DDQ, nb))
+
+
+@njit(cache=True)
+def aba(model, data, q, v, tau):
+    """data.ddq = aba(q, v, tau) without external forces (ZeroDivisionError: M(q) singular)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb):
+        return REFUSED
+    return status(_aba_into(model, data, q, v, tau, mat(data, F_EXT_ZERO, nb, 6)))
+
+
+@njit(cache=True)
+def aba_ext(model, data, q, v, tau, f_ext):
+    """data.ddq = aba(q, v, tau, f_ext) (ZeroDivisionError: M(q) singular)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb
+            and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
+        return REFUSED
+    return status(_aba_into(model, data, q, v, tau, f_ext))
+
+
+@njit(cache=True)
+def coriolis_matrix(model, data, q, v):
+    """data.C = C(q, v)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb):
+        return REFUSED
+    return status(_coriolis_matrix(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
+        cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, OV, nb, 6),
+        mat(data, OPSI, nb, 6), cube(data, OIC, nb, 6, 6), cube(data, OBC, nb, 6, 6), cube(data, X, nb, 6, 6),
+        mat(data, TMP6, 4, 6), cube(data, TMP66, 2, 6, 6), mat(data, C_MATRIX, nb, nb)))
+
+
+@njit(cache=True)
+def forward_kinematics(model, data, q):
+    """data.frame_poses = world poses of all frames."""
+    nb = int(model[0])
+    nf = int(model[2])
+    if not (fits(model, data, True) and q.shape[0] == nb):
+        return REFUSED
+    return status(_forward_kinematics(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), ints(model, FRAME_BODY, nf), cube(model, FRAME_R, nf, 3, 3),
+        mat(model, FRAME_P, nf, 3), q, cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
+        mat(data, OP, nb, 3), cube(data, FRAME_POSES, nf, 4, 4)))
+
+
+@njit(cache=True)
+def jacobian(model, data, q, frame, reference):
+    """data.J = the Jacobian of frame `frame` (an index) in `reference` (kinematics.WORLD, ...)."""
+    nb = int(model[0])
+    nf = int(model[2])
+    if not (fits(model, data, True) and q.shape[0] == nb and 0 <= frame < nf and 0 <= reference <= 2):
+        return REFUSED
+    return status(_frame_jacobian(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), q, ints(data, SUPPORT, nb), cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
+        cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), ints(model, FRAME_BODY, nf)[frame],
+        cube(model, FRAME_R, nf, 3, 3)[frame], mat(model, FRAME_P, nf, 3)[frame], reference,
+        mat(data, J, 6, nb)))
+
+
+# ----------------------------------------------------------------------------------------------
+# Regressor, first-order derivatives and M^-1 (buffers of Data's families: absent from a LargeData's
+# packed workspace, whose families come on first use)
+
+
+@njit(cache=True)
+def regressor(model, data, q, v, a):
+    """data.Y = the joint torque regressor at (q, v, a)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and has(data, Y) and q.shape[0] == nb and v.shape[0] == nb
+            and a.shape[0] == nb):
+        return REFUSED
+    return status(_regressor(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), q, v, a, vec(model, BASE_ACCEL, 6), cube(data, R, nb, 3, 3),
+        mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OS, nb, 6),
+        mat(data, V, nb, 6), mat(data, VDOT, nb, 6), mat(data, TMP6, 4, 6), mat(data, Y, nb, 10 * nb)))
+
+
+@njit(cache=True, inline="always")
+def _rnea_derivatives_into(model, data, q, v, a, f_ext):
+    nb = q.shape[0]
+    return _rnea_derivatives(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, a, vec(model, BASE_ACCEL, 6), f_ext,
+        cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3),
+        mat(data, OPHI_C, nb, 10), cube(data, DERIV_VECTORS, 9, nb, 6), mat(data, TMP6, 4, 6),
+        cube(data, DERIVATIVES_TREE, 6, nb, nb))
+
+
+@njit(cache=True)
+def rnea_derivatives(model, data, q, v, a):
+    """data.dtau_dq, dtau_dv, dtau_da at (q, v, a) without external forces."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
+            and v.shape[0] == nb and a.shape[0] == nb):
+        return REFUSED
+    return status(_rnea_derivatives_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6)))
+
+
+@njit(cache=True)
+def minverse(model, data, q):
+    """data.Minv = M(q)^-1."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and has(data, MINV) and q.shape[0] == nb):
+        return REFUSED
+    deriv_vectors = cube(data, DERIV_VECTORS, 9, nb, 6)
+    return OK if _minverse(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
+        cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OPHI_C, nb, 10), deriv_vectors,
+        cube(data, MINV_IA, nb, 6, 6), cube(data, MINV_F, nb, nb, 6), ints(data, SUBTREE_END, nb),
+        mat(data, DERIV_JOINT, 2, nb)[0], mat(data, MINV, nb, nb)) == MINV_OK else FAILED
+
+
+@njit(cache=True)
+def aba_derivatives(model, data, q, v, tau):
+    """data.ddq_dq, ddq_dv, Minv (and ddq, dtau_dq, dtau_dv) at (q, v, tau) without external forces."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
+            and v.shape[0] == nb and tau.shape[0] == nb):
+        return REFUSED
+    return OK if _aba_derivatives(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, tau, vec(model, BASE_ACCEL, 6),
+        mat(data, F_EXT_ZERO, nb, 6), cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
+        mat(data, OP, nb, 3), mat(data, OPHI_C, nb, 10), cube(data, DERIV_VECTORS, 9, nb, 6),
+        mat(data, TMP6, 4, 6), cube(data, MINV_IA, nb, 6, 6), cube(data, MINV_F, nb, nb, 6),
+        ints(data, SUBTREE_END, nb), mat(data, DERIV_JOINT, 2, nb), vec(data, DDQ, nb),
+        cube(data, DERIVATIVES_TREE, 6, nb, nb)) == MINV_OK else FAILED
