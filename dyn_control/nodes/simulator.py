@@ -66,6 +66,8 @@ PARAMETERS = (
     Param("wait_for_command", True, "bool", "activate", "hold the robot still until the first command"),
     Param("gravity_compensation", "controller", "string", "configure",
           "controller (commands are the joint torques) | robot (the simulated robot adds g(q) to every command)"),
+    Param("realtime.priority", 0, "integer", "configure",
+          "SCHED_FIFO priority of the simulation thread (0: off); best effort, a warning when refused", 0, 99),
     Param("realtime.cpu", -2, "integer", "configure",
           "CPU the simulation thread is pinned to (-2: no pinning; on a 2-core machine 0 leaves the last "
           "CPU to the controller's loop)"),
@@ -145,7 +147,8 @@ class SimulatorNode(LoopNode):
         result = super().on_activate(state)
         self.state = "active"
         self.loop = RealtimeLoop("dyn_simulator loop", c.sim.dt, self._tick, catch_up=True,
-                                 max_lag=c.max_catch_up * c.sim.dt, cpu=c.cpu, warn=self.get_logger().warning,
+                                 max_lag=c.max_catch_up * c.sim.dt, cpu=c.cpu, priority=c.priority,
+                                 warn=self.get_logger().warning,
                                  on_error=self._on_loop_error)
         self.loop.start()
         self.get_logger().info(f"simulating {c.model.name!r} ({c.backend}) at {1.0 / c.sim.dt:g} Hz"
@@ -198,6 +201,7 @@ class SimulatorNode(LoopNode):
             raise ValueError("parameter gravity_compensation: robot is not simulated on a closed chain")
         c.max_catch_up = values["max_catch_up"]
         c.cpu = values["realtime.cpu"]
+        c.priority = values["realtime.priority"]
         c.gravity_data = model.create_data()
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
         c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
