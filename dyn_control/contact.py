@@ -26,7 +26,9 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from .derivatives import rnea_derivatives
-from .dynamics import as_real_array, as_vector, check_model_data, crba, nonlinear_effects, non_finite_error
+from .dynamics import (as_real_array, as_vector, check_model_data, compiled_call, crba, nonlinear_effects,
+                       non_finite_error)
+from .kernels import constrained_dynamics as _cd
 from .kernels import contact as _ct
 from .spatial import log_se3
 
@@ -418,6 +420,42 @@ def _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs):
     return x, y
 
 
+class _Workspace:
+    """Buffers of the compiled constrained and impulse dynamics for one contact set, allocated once
+    per (data, contact rows) and cached on the Data object (dict data._contact_workspaces)."""
+
+    def __init__(self, model, key):
+        nv = model.nv
+        self.spec = np.array(key, dtype=np.int64).reshape(len(key), 4)
+        m = int(self.spec[:, 2].sum())
+        self.J = np.zeros((m, nv))          # constraint rows
+        self.gamma = np.zeros(m)            # drift, then the constraint right-hand side
+        self.L = np.zeros((nv, nv))         # Cholesky factor of M
+        self.Y = np.zeros((nv, m))          # M^-1 J^T
+        self.G = np.zeros((m, m))           # Delassus matrix J M^-1 J^T
+        self.LG = np.zeros((m, m))          # its Cholesky factor
+        self.sides = np.zeros((2, 4, 6))    # poses of the two frames of a contact
+        self.t = np.zeros((8, 6))           # scratch 6-vectors
+        self.x = np.zeros(nv)               # a or v_plus
+        self.lam = np.zeros(m)              # forces or impulses
+
+
+def _workspace(model, data, resolved):
+    """The cached _Workspace of these contacts, or None when the compiled path does not apply
+    (Baumgarte gains, mimic coupling)."""
+    key = []
+    for c, f1, f2 in resolved:
+        if c.baumgarte:
+            return None
+        key.append((f1, -1 if f2 is None else f2, c.dim, 1 if c.reference == "local" else 0))
+    key = tuple(key)
+    cache = data.__dict__.setdefault("_contact_workspaces", {})
+    ws = cache.get(key)
+    if ws is None:
+        ws = cache[key] = _Workspace(model, key)
+    return ws
+
+
 def _check_state(model, data, q, v, name_v="v"):
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
@@ -436,6 +474,18 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     inputs = dict(q=q, v=v, tau=tau)
     for k, (c, _, _) in enumerate(resolved):  # large Baumgarte gains may overflow too
         inputs.update({f"contacts[{k}].kp": c.kp, f"contacts[{k}].kd": c.kd})
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        status = compiled_call(_cd.constrained_dynamics, model._buf, data._buf, q, v, tau, model._frame_body,
+                               model._frame_R, model._frame_p, data._ct_oS, data._ct_oV, data._ct_oA,
+                               ws.spec, ws.J, ws.gamma, ws.L, ws.Y, ws.G, ws.LG, ws.sides, ws.t, ws.x, ws.lam)
+        if status == _cd.OK:
+            return ws.x.copy(), ws.lam.copy()
+    return _constrained_dynamics_numpy(model, data, q, v, tau, resolved, inputs)
+
+
+def _constrained_dynamics_numpy(model, data, q, v, tau, resolved, inputs):
+    """constrained_dynamics in NumPy: Baumgarte gains, singular M or redundant rows, and the errors."""
     rows = _rows(model, data, q, v, np.zeros(model.nv), resolved, inputs)
     J = _stack(rows, "jacobian")
     gamma = _stack(rows, "acceleration")
@@ -494,6 +544,13 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
     inputs = dict(q=q, v_minus=v_minus)
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        status = compiled_call(_cd.impulse_dynamics, model._buf, data._buf, q, v_minus, e, model._frame_body,
+                               model._frame_R, model._frame_p, data._ct_oS, data._ct_oV, data._ct_oA,
+                               ws.spec, ws.J, ws.gamma, ws.L, ws.Y, ws.G, ws.LG, ws.sides, ws.t, ws.x, ws.lam)
+        if status == _cd.OK:
+            return ws.x.copy(), ws.lam.copy()
     rows = _rows(model, data, q, v_minus, np.zeros(model.nv), resolved, inputs)
     J = _stack(rows, "jacobian")
     M = crba(model, data, q).copy()

@@ -1,0 +1,368 @@
+"""Constrained (KKT) dynamics and impulse dynamics under rigid contacts, compiled (seed "Details of
+Partial Derivatives of Rigid-Body Inverse Dynamics", secs. XI-XII; the readable reference is the
+NumPy code of dyn_control/contact.py, whose rows these kernels reproduce).
+
+A contact set is described by `spec` (nc, 4) int64 rows [frame1, frame2 (-1: the world), dim
+(3 "point" | 6 "frame"), local (1 "local" | 0 "local_world_aligned")]. A side fixed to the world
+(frame2 = -1, or a frame of the root body) has no motion, so its anchor enters no row without
+Baumgarte gains (those stay on the NumPy path).
+
+The solve goes through the Cholesky factor of M and of the Delassus matrix G = J M^-1 J^T:
+    lam = G^-1 (c - gamma - J M^-1 (tau - b)),   a = M^-1 (tau - b) + M^-1 J^T lam.
+A kernel returns SINGULAR, leaving the answer to the NumPy path (least squares on the whole KKT
+matrix, or the pseudo-inverse of G for redundant rows), when a pivot of M falls below the relative
+threshold SINGULAR_M or one of G below SINGULAR_G; FAILED when an input or a result is not finite.
+"""
+import numpy as np
+from numba import njit
+
+from . import entry as _e
+from .contact import world_motion
+
+OK = 0
+SINGULAR = 1        # M or G (numerically) singular: the NumPy path decides
+FAILED = 2          # non-finite input or result, or model/data mismatch: the checked path names it
+SINGULAR_M = 1e-12  # pivot^2 of M relative to its largest diagonal entry (contact.py's _SINGULAR)
+SINGULAR_G = 1e-8   # pivot^2 of G relative to its largest diagonal entry: above the eigenvalue cut
+                    # (1e-12) of the pseudo-inverse with margin, so the two paths agree where both run
+
+
+@njit(cache=True)
+def side_pose(frame_body, frame_R, frame_p, oR, op, f, R, p):
+    """World pose (R, p) of frame f (f = -1: the world's origin) and its body (-1: none moving)."""
+    if f < 0:
+        for r in range(3):
+            for c in range(3):
+                R[r, c] = 1.0 if r == c else 0.0
+            p[r] = 0.0
+        return -1
+    b = frame_body[f]
+    if b < 0:
+        R[:, :] = frame_R[f]
+        p[:] = frame_p[f]
+        return -1
+    for r in range(3):
+        for c in range(3):
+            s = 0.0
+            for k in range(3):
+                s += oR[b, r, k] * frame_R[f, k, c]
+            R[r, c] = s
+        s = op[b, r]
+        for k in range(3):
+            s += oR[b, r, k] * frame_p[f, k]
+        p[r] = s
+    return b
+
+
+@njit(cache=True, inline="always")
+def cross3(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=True)
+def row_of_motion(X, dim, local, R1, p1, p_side, out, t):
+    """The rows of a motion vector X (world axes, at the origin) for one contact: "point":
+    X_v + X_w x p_side (in frame 1's axes if local); "frame": [w; v + w x p1], rotated to frame 1's
+    axes if local. t: (>= 2, 6) scratch."""
+    w = t[0, 0:3]
+    u = t[1, 0:3]
+    if dim == 3:
+        cross3(X[0:3], p_side, w)
+        for r in range(3):
+            u[r] = X[3 + r] + w[r]
+        for r in range(3):
+            out[r] = (R1[0, r] * u[0] + R1[1, r] * u[1] + R1[2, r] * u[2]) if local else u[r]
+        return
+    cross3(X[0:3], p1, w)
+    for r in range(3):
+        u[r] = X[3 + r] + w[r]
+    for r in range(3):
+        if local:
+            out[r] = R1[0, r] * X[0] + R1[1, r] * X[1] + R1[2, r] * X[2]
+            out[3 + r] = R1[0, r] * u[0] + R1[1, r] * u[1] + R1[2, r] * u[2]
+        else:
+            out[r] = X[r]
+            out[3 + r] = u[r]
+
+
+@njit(cache=True)
+def point_acceleration(V, A, p, out, t):
+    """Classical acceleration of the point p of a body with twist V and acceleration A (world):
+    A_v + A_w x p + w x (V_v + w x p)."""
+    wp = t[0, 0:3]
+    pd = t[1, 0:3]
+    cross3(V[0:3], p, wp)
+    for r in range(3):
+        pd[r] = V[3 + r] + wp[r]
+    cross3(V[0:3], pd, wp)
+    for r in range(3):
+        out[r] = A[3 + r] + wp[r]
+    cross3(A[0:3], p, pd)
+    for r in range(3):
+        out[r] += pd[r]
+
+
+@njit(cache=True)
+def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t):
+    """J (m, nv) and gamma (m,) = the constraint acceleration at a = 0 (oA built with a = 0).
+    sides: (2, 4, 6) scratch (R rows 0-2 in [:, 0:3, 0:3], p in row 3); t: (>= 8, 6) scratch."""
+    J[:, :] = 0.0
+    row = 0
+    zero6 = t[7]
+    zero6[:] = 0.0
+    for c in range(spec.shape[0]):
+        dim = spec[c, 2]
+        local = spec[c, 3] == 1
+        R1 = sides[0, 0:3, 0:3]
+        p1 = sides[0, 3, 0:3]
+        R2 = sides[1, 0:3, 0:3]
+        p2 = sides[1, 3, 0:3]
+        b1 = side_pose(frame_body, frame_R, frame_p, oR, op, spec[c, 0], R1, p1)
+        b2 = side_pose(frame_body, frame_R, frame_p, oR, op, spec[c, 1], R2, p2)
+        out = t[2]
+        # columns: each side's supports k add +-(row of oS_k)
+        for s in range(2):
+            b = b1 if s == 0 else b2
+            sign = 1.0 if s == 0 else -1.0
+            ps = p1 if s == 0 else p2
+            k = b
+            while k >= 0:
+                row_of_motion(oS[k], dim, local, R1, p1, ps, out, t)
+                for r in range(dim):
+                    J[row + r, k] += sign * out[r]
+                k = parents[k]
+        V1 = zero6 if b1 < 0 else oV[b1]
+        A1 = zero6 if b1 < 0 else oA[b1]
+        V2 = zero6 if b2 < 0 else oV[b2]
+        A2 = zero6 if b2 < 0 else oA[b2]
+        g = gamma[row:row + dim]
+        if dim == 3:
+            acc1 = t[3, 0:3]
+            acc2 = t[4, 0:3]
+            point_acceleration(V1, A1, p1, acc1, t)
+            point_acceleration(V2, A2, p2, acc2, t)
+            for r in range(3):
+                acc1[r] -= acc2[r]
+            for r in range(3):
+                g[r] = (R1[0, r] * acc1[0] + R1[1, r] * acc1[1] + R1[2, r] * acc1[2]) if local else acc1[r]
+        else:
+            dA = t[3]
+            for r in range(6):
+                dA[r] = A1[r] - A2[r]
+            row_of_motion(dA, 6, local, R1, p1, p1, g, t)
+            if local:
+                # + u x w2, u = Ad^-1 (V1 - V2), w2 = Ad^-1 V2 (both in frame 1)
+                dV = t[4]
+                for r in range(6):
+                    dV[r] = V1[r] - V2[r]
+                u = t[5]
+                w2 = t[6]
+                row_of_motion(dV, 6, True, R1, p1, p1, u, t)
+                row_of_motion(V2, 6, True, R1, p1, p1, w2, t)
+                # motion cross product u x w2: [uw x ww; uw x wv + uv x ww]
+                x = t[3, 0:3]
+                cross3(u[0:3], w2[0:3], x)
+                for r in range(3):
+                    g[r] += x[r]
+                cross3(u[0:3], w2[3:6], x)
+                for r in range(3):
+                    g[3 + r] += x[r]
+                cross3(u[3:6], w2[0:3], x)
+                for r in range(3):
+                    g[3 + r] += x[r]
+        row += dim
+
+
+@njit(cache=True)
+def cholesky(A, L, threshold):
+    """L lower with L L^T = A; False when a pivot^2 falls below threshold * max(diag A) (or A has a
+    non-positive diagonal entry)."""
+    n = A.shape[0]
+    top = 0.0
+    for i in range(n):
+        if not A[i, i] > 0.0:
+            return False
+        top = max(top, A[i, i])
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > threshold * top:
+            return False
+        ljj = np.sqrt(d)
+        L[j, j] = ljj
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / ljj
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@njit(cache=True)
+def cholesky_solve(L, x):
+    """x <- (L L^T)^-1 x in place, x (n,)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def delassus_solve(M, J, L, Y, G, LG, x, rhs_c, lam):
+    """With x = rhs_dynamics and rhs_c on entry: x <- the KKT solution, lam <- its multipliers of
+    M x - J^T lam = rhs_dynamics, J x = rhs_c. Y = M^-1 J^T (nv, m) and G, LG (m, m) are scratch.
+    False (x, lam undefined) when M or G is numerically singular."""
+    nv = M.shape[0]
+    m = J.shape[0]
+    if not cholesky(M, L, SINGULAR_M):
+        return False
+    for j in range(m):
+        col = Y[:, j]
+        for i in range(nv):
+            col[i] = J[j, i]
+    cholesky_solve_columns(L, Y)
+    cholesky_solve(L, x)
+    for i in range(m):
+        for j in range(m):
+            s = 0.0
+            for k in range(nv):
+                s += J[i, k] * Y[k, j]
+            G[i, j] = s
+        s = rhs_c[i]
+        for k in range(nv):
+            s -= J[i, k] * x[k]
+        lam[i] = s
+    if not cholesky(G, LG, SINGULAR_G):
+        return False
+    cholesky_solve(LG, lam)
+    for i in range(nv):
+        s = 0.0
+        for j in range(m):
+            s += Y[i, j] * lam[j]
+        x[i] += s
+    return True
+
+
+@njit(cache=True)
+def cholesky_solve_columns(L, X):
+    """X <- (L L^T)^-1 X in place, X (n, m)."""
+    n = L.shape[0]
+    m = X.shape[1]
+    for i in range(n):
+        for k in range(i):
+            lik = L[i, k]
+            for j in range(m):
+                X[i, j] -= lik * X[k, j]
+        d = L[i, i]
+        for j in range(m):
+            X[i, j] /= d
+    for i in range(n - 1, -1, -1):
+        for k in range(i + 1, n):
+            lki = L[k, i]
+            for j in range(m):
+                X[i, j] -= lki * X[k, j]
+        d = L[i, i]
+        for j in range(m):
+            X[i, j] /= d
+
+
+@njit(cache=True)
+def _all_finite(x):
+    for value in x.ravel():
+        if not np.isfinite(value):
+            return False
+    return True
+
+
+@njit(cache=True)
+def mass_matrix(model, data, q):
+    """data.M = M(q) (the crba kernel on the packed buffers, as entry.crba calls it)."""
+    nb = q.shape[0]
+    return _e._crba(_e.ints(model, _e.PARENTS, nb), _e.mat(model, _e.SCREW_AXES, nb, 6),
+                    _e.cube(model, _e.HOME_R, nb, 3, 3), _e.mat(model, _e.HOME_P, nb, 3),
+                    _e.mat(model, _e.PHI, nb, 10), q, _e.cube(data, _e.R, nb, 3, 3), _e.mat(data, _e.P, nb, 3),
+                    _e.cube(data, _e.OR, nb, 3, 3), _e.mat(data, _e.OP, nb, 3), _e.mat(data, _e.OS, nb, 6),
+                    _e.mat(data, _e.PHI_COMPOSITE, nb, 10), _e.mat(data, _e.F, nb, 6), _e.mat(data, _e.M, nb, nb))
+
+
+@njit(cache=True)
+def constrained_dynamics(model, data, q, v, tau, frame_body, frame_R, frame_p, oS, oV, oA, spec, J, gamma,
+                         L, Y, G, LG, sides, t, a, lam):
+    """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
+    model, data: the packed buffers (entry.py); the other arrays are the contact workspace."""
+    nb = int(model[0])
+    if not (_e.fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb):
+        return FAILED
+    if not _all_finite(tau):
+        return FAILED
+    zero = _e.vec(data, _e.ZERO, nb)
+    parents = _e.ints(model, _e.PARENTS, nb)
+    oR = _e.cube(data, _e.OR, nb, 3, 3)
+    op = _e.mat(data, _e.OP, nb, 3)
+    if not world_motion(parents, _e.mat(model, _e.SCREW_AXES, nb, 6), _e.cube(model, _e.HOME_R, nb, 3, 3),
+                        _e.mat(model, _e.HOME_P, nb, 3), q, v, zero, _e.cube(data, _e.R, nb, 3, 3),
+                        _e.mat(data, _e.P, nb, 3), oR, op, oS, oV, oA, _e.mat(data, _e.TMP6, 4, 6)):
+        return FAILED
+    contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t)
+    if not (_e._rnea_into(model, data, q, v, zero, _e.mat(data, _e.F_EXT_ZERO, nb, 6), _e.vec(data, _e.NLE, nb))
+            and mass_matrix(model, data, q)):
+        return FAILED
+    nle = _e.vec(data, _e.NLE, nb)
+    M = _e.mat(data, _e.M, nb, nb)
+    for i in range(nb):
+        a[i] = tau[i] - nle[i]
+    for i in range(gamma.shape[0]):
+        gamma[i] = -gamma[i]
+    if not (_all_finite(J) and _all_finite(gamma) and _all_finite(a)):
+        return FAILED
+    if not delassus_solve(M, J, L, Y, G, LG, a, gamma, lam):
+        return SINGULAR
+    return OK if _all_finite(a) and _all_finite(lam) else FAILED
+
+
+@njit(cache=True)
+def impulse_dynamics(model, data, q, v_minus, restitution, frame_body, frame_R, frame_p, oS, oV, oA, spec,
+                     J, gamma, L, Y, G, LG, sides, t, v_plus, impulses):
+    """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v-."""
+    nb = int(model[0])
+    if not (_e.fits(model, data, False) and q.shape[0] == nb and v_minus.shape[0] == nb):
+        return FAILED
+    zero = _e.vec(data, _e.ZERO, nb)
+    parents = _e.ints(model, _e.PARENTS, nb)
+    oR = _e.cube(data, _e.OR, nb, 3, 3)
+    op = _e.mat(data, _e.OP, nb, 3)
+    if not world_motion(parents, _e.mat(model, _e.SCREW_AXES, nb, 6), _e.cube(model, _e.HOME_R, nb, 3, 3),
+                        _e.mat(model, _e.HOME_P, nb, 3), q, v_minus, zero, _e.cube(data, _e.R, nb, 3, 3),
+                        _e.mat(data, _e.P, nb, 3), oR, op, oS, oV, oA, _e.mat(data, _e.TMP6, 4, 6)):
+        return FAILED
+    contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t)
+    if not mass_matrix(model, data, q):
+        return FAILED
+    M = _e.mat(data, _e.M, nb, nb)
+    m = J.shape[0]
+    for i in range(m):
+        s = 0.0
+        for k in range(nb):
+            s += J[i, k] * v_minus[k]
+        gamma[i] = -(1.0 + restitution) * s
+    for i in range(nb):
+        v_plus[i] = 0.0
+    if not (_all_finite(J) and _all_finite(gamma)):
+        return FAILED
+    if not delassus_solve(M, J, L, Y, G, LG, v_plus, gamma, impulses):
+        return SINGULAR
+    for i in range(nb):
+        v_plus[i] += v_minus[i]
+    return OK if _all_finite(v_plus) and _all_finite(impulses) else FAILED
