@@ -26,13 +26,17 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from .derivatives import rnea_derivatives
-from .dynamics import (as_real_array, as_vector, check_model_data, compiled_call, crba, nonlinear_effects,
-                       non_finite_error)
+from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, check_model_data, compiled_call, crba,
+                       nonlinear_effects, non_finite_error, strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import contact as _ct
 from .spatial import log_se3
 
 _KINDS = {"point": 3, "frame": 6}
+# the compiled kernels called directly once compiled for their canonical arguments (compiled_call's
+# typing of 22 arguments would cost more than the kernel); compiled_call compiles them first
+_fast_constrained_dynamics = strict(_cd.constrained_dynamics)
+_fast_impulse_dynamics = strict(_cd.impulse_dynamics)
 _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
 
@@ -430,7 +434,7 @@ class _Workspace:
         m = int(self.spec[:, 2].sum())
         self.J = np.zeros((m, nv))          # constraint rows
         self.gamma = np.zeros(m)            # drift, then the constraint right-hand side
-        self.L = np.zeros((nv, nv))         # Cholesky factor of M
+        self.L = np.zeros((nv, nv))         # tree-sparse factor of M = L^T L
         self.Y = np.zeros((nv, m))          # M^-1 J^T
         self.G = np.zeros((m, m))           # Delassus matrix J M^-1 J^T
         self.LG = np.zeros((m, m))          # its Cholesky factor
@@ -438,6 +442,8 @@ class _Workspace:
         self.t = np.zeros((8, 6))           # scratch 6-vectors
         self.x = np.zeros(nv)               # a or v_plus
         self.lam = np.zeros(m)              # forces or impulses
+        self.arrays = (self.spec, self.J, self.gamma, self.L, self.Y, self.G, self.LG, self.sides, self.t, self.x,
+                       self.lam)
 
 
 def _workspace(model, data, resolved):
@@ -445,7 +451,7 @@ def _workspace(model, data, resolved):
     (Baumgarte gains, mimic coupling)."""
     key = []
     for c, f1, f2 in resolved:
-        if c.baumgarte:
+        if c.kp.any() or c.kd.any():  # Baumgarte gains: the NumPy path
             return None
         key.append((f1, -1 if f2 is None else f2, c.dim, 1 if c.reference == "local" else 0))
     key = tuple(key)
@@ -471,21 +477,24 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        args = (model._buf, data._buf, q, v, tau, model._frame_body, model._frame_R, model._frame_p,
+                data._ct_oS, data._ct_oV, data._ct_oA) + ws.arrays
+        try:
+            status = _fast_constrained_dynamics(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cd.constrained_dynamics, *args)
+        if status == _cd.OK:
+            return ws.x.copy(), ws.lam.copy()
+    return _constrained_dynamics_numpy(model, data, q, v, tau, resolved)
+
+
+def _constrained_dynamics_numpy(model, data, q, v, tau, resolved):
+    """constrained_dynamics in NumPy: Baumgarte gains, singular M or redundant rows, and the errors."""
     inputs = dict(q=q, v=v, tau=tau)
     for k, (c, _, _) in enumerate(resolved):  # large Baumgarte gains may overflow too
         inputs.update({f"contacts[{k}].kp": c.kp, f"contacts[{k}].kd": c.kd})
-    ws = _workspace(model, data, resolved)
-    if ws is not None:
-        status = compiled_call(_cd.constrained_dynamics, model._buf, data._buf, q, v, tau, model._frame_body,
-                               model._frame_R, model._frame_p, data._ct_oS, data._ct_oV, data._ct_oA,
-                               ws.spec, ws.J, ws.gamma, ws.L, ws.Y, ws.G, ws.LG, ws.sides, ws.t, ws.x, ws.lam)
-        if status == _cd.OK:
-            return ws.x.copy(), ws.lam.copy()
-    return _constrained_dynamics_numpy(model, data, q, v, tau, resolved, inputs)
-
-
-def _constrained_dynamics_numpy(model, data, q, v, tau, resolved, inputs):
-    """constrained_dynamics in NumPy: Baumgarte gains, singular M or redundant rows, and the errors."""
     rows = _rows(model, data, q, v, np.zeros(model.nv), resolved, inputs)
     J = _stack(rows, "jacobian")
     gamma = _stack(rows, "acceleration")
@@ -546,9 +555,12 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
     inputs = dict(q=q, v_minus=v_minus)
     ws = _workspace(model, data, resolved)
     if ws is not None:
-        status = compiled_call(_cd.impulse_dynamics, model._buf, data._buf, q, v_minus, e, model._frame_body,
-                               model._frame_R, model._frame_p, data._ct_oS, data._ct_oV, data._ct_oA,
-                               ws.spec, ws.J, ws.gamma, ws.L, ws.Y, ws.G, ws.LG, ws.sides, ws.t, ws.x, ws.lam)
+        args = (model._buf, data._buf, q, v_minus, e, model._frame_body, model._frame_R, model._frame_p,
+                data._ct_oS, data._ct_oV, data._ct_oA) + ws.arrays
+        try:
+            status = _fast_impulse_dynamics(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cd.impulse_dynamics, *args)
         if status == _cd.OK:
             return ws.x.copy(), ws.lam.copy()
     rows = _rows(model, data, q, v_minus, np.zeros(model.nv), resolved, inputs)

@@ -7,7 +7,7 @@ A contact set is described by `spec` (nc, 4) int64 rows [frame1, frame2 (-1: the
 (frame2 = -1, or a frame of the root body) has no motion, so its anchor enters no row without
 Baumgarte gains (those stay on the NumPy path).
 
-The solve goes through the Cholesky factor of M and of the Delassus matrix G = J M^-1 J^T:
+The solve goes through the tree-sparse factor of M (Featherstone's LTL) and the Cholesky factor of the Delassus matrix G = J M^-1 J^T:
     lam = G^-1 (c - gamma - J M^-1 (tau - b)),   a = M^-1 (tau - b) + M^-1 J^T lam.
 A kernel returns SINGULAR, leaving the answer to the NumPy path (least squares on the whole KKT
 matrix, or the pseudo-inverse of G for redundant rows), when a pivot of M falls below the relative
@@ -220,26 +220,108 @@ def cholesky_solve(L, x):
 
 
 @njit(cache=True)
-def delassus_solve(M, J, L, Y, G, LG, x, rhs_c, lam):
+def tree_factor(M, parents, L, threshold):
+    """M = L^T L with L lower triangular and nonzero only at (k, ancestors of k) (Featherstone's LTL,
+    RBDA sec. 6.5: a tree's M factors without fill-in). False when a pivot falls below threshold *
+    max(diag M) (a massless subtree: M singular) or M has a non-positive diagonal entry."""
+    n = M.shape[0]
+    top = 0.0
+    for i in range(n):
+        if not M[i, i] > 0.0:
+            return False
+        top = max(top, M[i, i])
+    L[:, :] = 0.0
+    for k in range(n):
+        i = k
+        while i >= 0:
+            L[k, i] = M[k, i]
+            i = parents[i]
+    for k in range(n - 1, -1, -1):
+        d = L[k, k]
+        if not d > threshold * top:
+            return False
+        lkk = np.sqrt(d)
+        L[k, k] = lkk
+        i = parents[k]
+        while i >= 0:
+            L[k, i] /= lkk
+            i = parents[i]
+        i = parents[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                L[i, j] -= L[k, i] * L[k, j]
+                j = parents[j]
+            i = parents[i]
+    return True
+
+
+@njit(cache=True)
+def tree_solve(L, parents, x):
+    """x <- M^-1 x in place with M = L^T L from tree_factor."""
+    n = L.shape[0]
+    for i in range(n - 1, -1, -1):  # L^T y = x
+        x[i] /= L[i, i]
+        j = parents[i]
+        while j >= 0:
+            x[j] -= L[i, j] * x[i]
+            j = parents[j]
+    for i in range(n):  # L z = y
+        j = parents[i]
+        while j >= 0:
+            x[i] -= L[i, j] * x[j]
+            j = parents[j]
+        x[i] /= L[i, i]
+
+
+@njit(cache=True)
+def tree_solve_columns(L, parents, X):
+    """X <- M^-1 X in place for X (n, m), M = L^T L from tree_factor (rows inner: contiguous)."""
+    n = L.shape[0]
+    m = X.shape[1]
+    for i in range(n - 1, -1, -1):  # L^T Y = X
+        d = L[i, i]
+        for c in range(m):
+            X[i, c] /= d
+        j = parents[i]
+        while j >= 0:
+            lij = L[i, j]
+            for c in range(m):
+                X[j, c] -= lij * X[i, c]
+            j = parents[j]
+    for i in range(n):  # L Z = Y
+        j = parents[i]
+        while j >= 0:
+            lij = L[i, j]
+            for c in range(m):
+                X[i, c] -= lij * X[j, c]
+            j = parents[j]
+        d = L[i, i]
+        for c in range(m):
+            X[i, c] /= d
+
+
+@njit(cache=True)
+def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
     """With x = rhs_dynamics and rhs_c on entry: x <- the KKT solution, lam <- its multipliers of
     M x - J^T lam = rhs_dynamics, J x = rhs_c. Y = M^-1 J^T (nv, m) and G, LG (m, m) are scratch.
     False (x, lam undefined) when M or G is numerically singular."""
     nv = M.shape[0]
     m = J.shape[0]
-    if not cholesky(M, L, SINGULAR_M):
+    if not tree_factor(M, parents, L, SINGULAR_M):
         return False
-    for j in range(m):
-        col = Y[:, j]
-        for i in range(nv):
-            col[i] = J[j, i]
-    cholesky_solve_columns(L, Y)
-    cholesky_solve(L, x)
-    for i in range(m):
+    for i in range(nv):
         for j in range(m):
+            Y[i, j] = J[j, i]
+    tree_solve_columns(L, parents, Y)
+    tree_solve(L, parents, x)
+    for i in range(m):
+        for j in range(i + 1):
             s = 0.0
             for k in range(nv):
                 s += J[i, k] * Y[k, j]
             G[i, j] = s
+            G[j, i] = s
         s = rhs_c[i]
         for k in range(nv):
             s -= J[i, k] * x[k]
@@ -253,29 +335,6 @@ def delassus_solve(M, J, L, Y, G, LG, x, rhs_c, lam):
             s += Y[i, j] * lam[j]
         x[i] += s
     return True
-
-
-@njit(cache=True)
-def cholesky_solve_columns(L, X):
-    """X <- (L L^T)^-1 X in place, X (n, m)."""
-    n = L.shape[0]
-    m = X.shape[1]
-    for i in range(n):
-        for k in range(i):
-            lik = L[i, k]
-            for j in range(m):
-                X[i, j] -= lik * X[k, j]
-        d = L[i, i]
-        for j in range(m):
-            X[i, j] /= d
-    for i in range(n - 1, -1, -1):
-        for k in range(i + 1, n):
-            lki = L[k, i]
-            for j in range(m):
-                X[i, j] -= lki * X[k, j]
-        d = L[i, i]
-        for j in range(m):
-            X[i, j] /= d
 
 
 @njit(cache=True)
@@ -327,7 +386,7 @@ def constrained_dynamics(model, data, q, v, tau, frame_body, frame_R, frame_p, o
         gamma[i] = -gamma[i]
     if not (_all_finite(J) and _all_finite(gamma) and _all_finite(a)):
         return FAILED
-    if not delassus_solve(M, J, L, Y, G, LG, a, gamma, lam):
+    if not delassus_solve(M, parents, J, L, Y, G, LG, a, gamma, lam):
         return SINGULAR
     return OK if _all_finite(a) and _all_finite(lam) else FAILED
 
@@ -361,7 +420,7 @@ def impulse_dynamics(model, data, q, v_minus, restitution, frame_body, frame_R, 
         v_plus[i] = 0.0
     if not (_all_finite(J) and _all_finite(gamma)):
         return FAILED
-    if not delassus_solve(M, J, L, Y, G, LG, v_plus, gamma, impulses):
+    if not delassus_solve(M, parents, J, L, Y, G, LG, v_plus, gamma, impulses):
         return SINGULAR
     for i in range(nb):
         v_plus[i] += v_minus[i]
