@@ -74,8 +74,9 @@ class Contact:
         if anchor.shape != (4, 4) or not np.all(np.isfinite(anchor)):
             raise ValueError(f"anchor must be a finite (4, 4) placement, got shape {anchor.shape}")
         self.anchor = anchor
-        self.kp = self._gain("kp", kp)
-        self.kd = self._gain("kd", kd)
+        self._kp = self._kd = np.zeros(self.dim)
+        self.kp = kp
+        self.kd = kd
 
     def _gain(self, name, value):
         try:
@@ -84,11 +85,30 @@ class Contact:
             raise ValueError(f"{name} must be a number or {self.dim} numbers, got {value!r}") from None
         if not np.all(np.isfinite(gain)):
             raise ValueError(f"{name} must be finite, got {value!r}")
+        gain.setflags(write=False)  # set gains by assignment, which keeps `baumgarte` current
         return gain
 
     @property
+    def kp(self):
+        return self._kp
+
+    @kp.setter
+    def kp(self, value):
+        self._kp = self._gain("kp", value)
+        self._baumgarte = bool(np.any(self._kp) or np.any(self._kd))
+
+    @property
+    def kd(self):
+        return self._kd
+
+    @kd.setter
+    def kd(self, value):
+        self._kd = self._gain("kd", value)
+        self._baumgarte = bool(np.any(self._kp) or np.any(self._kd))
+
+    @property
     def baumgarte(self):
-        return bool(np.any(self.kp) or np.any(self.kd))
+        return self._baumgarte
 
     def __repr__(self):
         other = "world" if self.other is None else repr(self.other)
@@ -451,7 +471,7 @@ def _workspace(model, data, resolved):
     (Baumgarte gains, mimic coupling)."""
     key = []
     for c, f1, f2 in resolved:
-        if c.kp.any() or c.kd.any():  # Baumgarte gains: the NumPy path
+        if c._baumgarte:  # Baumgarte gains: the NumPy path
             return None
         key.append((f1, -1 if f2 is None else f2, c.dim, 1 if c.reference == "local" else 0))
     key = tuple(key)
