@@ -450,20 +450,11 @@ class _Workspace:
 
     def __init__(self, model, key):
         nv = model.nv
-        self.spec = np.array(key, dtype=np.int64).reshape(len(key), 4)
+        self.spec = np.array(key, dtype=np.int64).reshape(len(key), 4)  # kernel module doc
         m = int(self.spec[:, 2].sum())
-        self.J = np.zeros((m, nv))          # constraint rows
-        self.gamma = np.zeros(m)            # drift, then the constraint right-hand side
-        self.L = np.zeros((nv, nv))         # tree-sparse factor of M = L^T L
-        self.Y = np.zeros((nv, m))          # M^-1 J^T
-        self.G = np.zeros((m, m))           # Delassus matrix J M^-1 J^T
-        self.LG = np.zeros((m, m))          # its Cholesky factor
-        self.sides = np.zeros((2, 4, 6))    # poses of the two frames of a contact
-        self.t = np.zeros((8, 6))           # scratch 6-vectors
+        self.buf = np.zeros(_cd.workspace_size(nv, m))  # J, gamma, factors of M and G, scratch
         self.x = np.zeros(nv)               # a or v_plus
         self.lam = np.zeros(m)              # forces or impulses
-        self.arrays = (self.spec, self.J, self.gamma, self.L, self.Y, self.G, self.LG, self.sides, self.t, self.x,
-                       self.lam)
 
 
 def _workspace(model, data, resolved):
@@ -499,8 +490,7 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     resolved = _check_contacts(model, contacts)
     ws = _workspace(model, data, resolved)
     if ws is not None:
-        args = (model._buf, data._buf, q, v, tau, model._frame_body, model._frame_R, model._frame_p,
-                data._ct_oS, data._ct_oV, data._ct_oA) + ws.arrays
+        args = (model._buf, data._buf, q, v, tau, ws.spec, ws.buf, ws.x, ws.lam)
         try:
             status = _fast_constrained_dynamics(*args)
         except _FAST_REFUSED:
@@ -575,8 +565,7 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
     inputs = dict(q=q, v_minus=v_minus)
     ws = _workspace(model, data, resolved)
     if ws is not None:
-        args = (model._buf, data._buf, q, v_minus, e, model._frame_body, model._frame_R, model._frame_p,
-                data._ct_oS, data._ct_oV, data._ct_oA) + ws.arrays
+        args = (model._buf, data._buf, q, v_minus, e, ws.spec, ws.buf, ws.x, ws.lam)
         try:
             status = _fast_impulse_dynamics(*args)
         except _FAST_REFUSED:

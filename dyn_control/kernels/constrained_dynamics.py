@@ -356,25 +356,75 @@ def mass_matrix(model, data, q):
                     _e.mat(data, _e.PHI_COMPOSITE, nb, 10), _e.mat(data, _e.F, nb, 6), _e.mat(data, _e.M, nb, nb))
 
 
+# workspace buffer (float64), m rows, nv joints: J (m, nv), gamma (m), L (nv, nv), Y (nv, m),
+# G (m, m), LG (m, m), sides (2, 4, 6), t (8, 6)
+
+
 @njit(cache=True)
-def constrained_dynamics(model, data, q, v, tau, frame_body, frame_R, frame_p, oS, oV, oA, spec, J, gamma,
-                         L, Y, G, LG, sides, t, a, lam):
-    """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
-    model, data: the packed buffers (entry.py); the other arrays are the contact workspace."""
+def workspace_size(nv, m):
+    return m * nv + m + nv * nv + nv * m + 2 * m * m + 48 + 48
+
+
+@njit(cache=True, inline="always")
+def _views(ws, nv, m):
+    """Named views of a workspace buffer (layout of workspace_size)."""
+    o = 0
+    J = ws[o:o + m * nv].reshape((m, nv))
+    o += m * nv
+    gamma = ws[o:o + m]
+    o += m
+    L = ws[o:o + nv * nv].reshape((nv, nv))
+    o += nv * nv
+    Y = ws[o:o + nv * m].reshape((nv, m))
+    o += nv * m
+    G = ws[o:o + m * m].reshape((m, m))
+    o += m * m
+    LG = ws[o:o + m * m].reshape((m, m))
+    o += m * m
+    sides = ws[o:o + 48].reshape((2, 4, 6))
+    o += 48
+    t = ws[o:o + 48].reshape((8, 6))
+    return J, gamma, L, Y, G, LG, sides, t
+
+
+@njit(cache=True)
+def _rows_at(model, data, q, v, spec, ws, m):
+    """World motion at (q, v, a = 0) and the contact rows J, gamma (views of ws); False when the
+    inputs or the motion are not finite, or the sizes do not fit."""
     nb = int(model[0])
-    if not (_e.fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb):
-        return FAILED
-    if not _all_finite(tau):
-        return FAILED
+    nf = int(model[2])
+    if not (_e.fits(model, data, True) and q.shape[0] == nb and v.shape[0] == nb
+            and ws.shape[0] == workspace_size(nb, m) and _e.has(data, _e.OV) and _e.has(data, _e.OA)):
+        return False
     zero = _e.vec(data, _e.ZERO, nb)
     parents = _e.ints(model, _e.PARENTS, nb)
     oR = _e.cube(data, _e.OR, nb, 3, 3)
     op = _e.mat(data, _e.OP, nb, 3)
+    oS = _e.mat(data, _e.OS, nb, 6)
+    oV = _e.mat(data, _e.OV, nb, 6)
+    oA = _e.mat(data, _e.OA, nb, 6)
     if not world_motion(parents, _e.mat(model, _e.SCREW_AXES, nb, 6), _e.cube(model, _e.HOME_R, nb, 3, 3),
                         _e.mat(model, _e.HOME_P, nb, 3), q, v, zero, _e.cube(data, _e.R, nb, 3, 3),
                         _e.mat(data, _e.P, nb, 3), oR, op, oS, oV, oA, _e.mat(data, _e.TMP6, 4, 6)):
+        return False
+    J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
+    contact_rows(parents, _e.ints(model, _e.FRAME_BODY, nf), _e.cube(model, _e.FRAME_R, nf, 3, 3),
+                 _e.mat(model, _e.FRAME_P, nf, 3), oR, op, oS, oV, oA, spec, J, gamma, sides, t)
+    return True
+
+
+@njit(cache=True)
+def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
+    """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
+    model, data: the packed buffers (entry.py); spec the contact rows (module doc); ws the workspace
+    buffer (workspace_size(nv, m)), a (nv,) and lam (m,) the outputs."""
+    nb = int(model[0])
+    m = lam.shape[0]
+    if not (tau.shape[0] == nb and a.shape[0] == nb and _all_finite(tau)
+            and _rows_at(model, data, q, v, spec, ws, m)):
         return FAILED
-    contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t)
+    J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
+    zero = _e.vec(data, _e.ZERO, nb)
     if not (_e._rnea_into(model, data, q, v, zero, _e.mat(data, _e.F_EXT_ZERO, nb, 6), _e.vec(data, _e.NLE, nb))
             and mass_matrix(model, data, q)):
         return FAILED
@@ -382,35 +432,26 @@ def constrained_dynamics(model, data, q, v, tau, frame_body, frame_R, frame_p, o
     M = _e.mat(data, _e.M, nb, nb)
     for i in range(nb):
         a[i] = tau[i] - nle[i]
-    for i in range(gamma.shape[0]):
+    for i in range(m):
         gamma[i] = -gamma[i]
     if not (_all_finite(J) and _all_finite(gamma) and _all_finite(a)):
         return FAILED
-    if not delassus_solve(M, parents, J, L, Y, G, LG, a, gamma, lam):
+    if not delassus_solve(M, _e.ints(model, _e.PARENTS, nb), J, L, Y, G, LG, a, gamma, lam):
         return SINGULAR
     return OK if _all_finite(a) and _all_finite(lam) else FAILED
 
 
 @njit(cache=True)
-def impulse_dynamics(model, data, q, v_minus, restitution, frame_body, frame_R, frame_p, oS, oV, oA, spec,
-                     J, gamma, L, Y, G, LG, sides, t, v_plus, impulses):
+def impulse_dynamics(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
     """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v-."""
     nb = int(model[0])
-    if not (_e.fits(model, data, False) and q.shape[0] == nb and v_minus.shape[0] == nb):
+    m = impulses.shape[0]
+    if not (v_plus.shape[0] == nb and _rows_at(model, data, q, v_minus, spec, ws, m)):
         return FAILED
-    zero = _e.vec(data, _e.ZERO, nb)
-    parents = _e.ints(model, _e.PARENTS, nb)
-    oR = _e.cube(data, _e.OR, nb, 3, 3)
-    op = _e.mat(data, _e.OP, nb, 3)
-    if not world_motion(parents, _e.mat(model, _e.SCREW_AXES, nb, 6), _e.cube(model, _e.HOME_R, nb, 3, 3),
-                        _e.mat(model, _e.HOME_P, nb, 3), q, v_minus, zero, _e.cube(data, _e.R, nb, 3, 3),
-                        _e.mat(data, _e.P, nb, 3), oR, op, oS, oV, oA, _e.mat(data, _e.TMP6, 4, 6)):
-        return FAILED
-    contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t)
+    J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
     if not mass_matrix(model, data, q):
         return FAILED
     M = _e.mat(data, _e.M, nb, nb)
-    m = J.shape[0]
     for i in range(m):
         s = 0.0
         for k in range(nb):
@@ -420,7 +461,7 @@ def impulse_dynamics(model, data, q, v_minus, restitution, frame_body, frame_R, 
         v_plus[i] = 0.0
     if not (_all_finite(J) and _all_finite(gamma)):
         return FAILED
-    if not delassus_solve(M, parents, J, L, Y, G, LG, v_plus, gamma, impulses):
+    if not delassus_solve(M, _e.ints(model, _e.PARENTS, nb), J, L, Y, G, LG, v_plus, gamma, impulses):
         return SINGULAR
     for i in range(nb):
         v_plus[i] += v_minus[i]
