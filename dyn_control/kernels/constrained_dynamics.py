@@ -16,6 +16,7 @@ threshold SINGULAR_M or one of G below SINGULAR_G; FAILED when an input or a res
 import numpy as np
 from numba import njit
 
+from ..spatial import cross_force, dot6, inertia_times, phi_to_parent_add
 from . import entry as _e
 from .contact import world_motion
 
@@ -346,21 +347,6 @@ def _all_finite(x):
 
 
 @njit(cache=True)
-def mass_matrix(model, data, q):
-    """data.M = M(q) (the crba kernel on the packed buffers, as entry.crba calls it)."""
-    nb = q.shape[0]
-    return _e._crba(_e.ints(model, _e.PARENTS, nb), _e.mat(model, _e.SCREW_AXES, nb, 6),
-                    _e.cube(model, _e.HOME_R, nb, 3, 3), _e.mat(model, _e.HOME_P, nb, 3),
-                    _e.mat(model, _e.PHI, nb, 10), q, _e.cube(data, _e.R, nb, 3, 3), _e.mat(data, _e.P, nb, 3),
-                    _e.cube(data, _e.OR, nb, 3, 3), _e.mat(data, _e.OP, nb, 3), _e.mat(data, _e.OS, nb, 6),
-                    _e.mat(data, _e.PHI_COMPOSITE, nb, 10), _e.mat(data, _e.F, nb, 6), _e.mat(data, _e.M, nb, nb))
-
-
-# workspace buffer (float64), m rows, nv joints: J (m, nv), gamma (m), L (nv, nv), Y (nv, m),
-# G (m, m), LG (m, m), sides (2, 4, 6), t (8, 6)
-
-
-@njit(cache=True)
 def workspace_size(nv, m):
     return m * nv + m + nv * nv + nv * m + 2 * m * m + 48 + 48
 
@@ -414,6 +400,65 @@ def _rows_at(model, data, q, v, spec, ws, m):
 
 
 @njit(cache=True)
+def world_dynamics(model, data, nb, nle):
+    """From the world motion of _rows_at (oR, op, oS, oV and oA at a = 0): data.M (crba's sums in
+    the root frame, without recomputing the kinematics) and, when nle is True, data.nle = b(q, v)
+    (inverse dynamics in the root frame, gravity as the base acceleration). False when M or b is not
+    finite."""
+    parents = _e.ints(model, _e.PARENTS, nb)
+    phi = _e.mat(model, _e.PHI, nb, 10)
+    base_accel = _e.vec(model, _e.BASE_ACCEL, 6)
+    oR = _e.cube(data, _e.OR, nb, 3, 3)
+    op = _e.mat(data, _e.OP, nb, 3)
+    oS = _e.mat(data, _e.OS, nb, 6)
+    oV = _e.mat(data, _e.OV, nb, 6)
+    oA = _e.mat(data, _e.OA, nb, 6)
+    phi_c = _e.mat(data, _e.PHI_COMPOSITE, nb, 10)
+    F = _e.mat(data, _e.F, nb, 6)
+    M = _e.mat(data, _e.M, nb, nb)
+    b = _e.vec(data, _e.NLE, nb)
+    tmp = _e.mat(data, _e.TMP6, 4, 6)
+    for i in range(nb):
+        # body inertia in the root frame
+        phi_c[i, :] = 0.0
+        phi_to_parent_add(oR[i], op[i], phi[i], phi_c[i])
+    if nle:
+        acc = tmp[0]
+        IV = tmp[1]
+        for i in range(nb):
+            # F_i = I_i (A_i + a_base) + V_i x* I_i V_i, the body's own force
+            for k in range(6):
+                acc[k] = oA[i, k] + base_accel[k]
+            inertia_times(phi_c[i], acc, F[i])
+            inertia_times(phi_c[i], oV[i], IV)
+            cross_force(oV[i], IV, acc)
+            for k in range(6):
+                F[i, k] += acc[k]
+        for i in range(nb - 1, -1, -1):
+            # b_i = S_i . (forces of the subtree of i)
+            b[i] = dot6(oS[i], F[i])
+            j = parents[i]
+            if j >= 0:
+                for k in range(6):
+                    F[j, k] += F[i, k]
+    for i in range(nb - 1, -1, -1):
+        # composite inertia of the subtree of i
+        j = parents[i]
+        if j >= 0:
+            for k in range(10):
+                phi_c[j, k] += phi_c[i, k]
+    for i in range(nb):
+        # M_ji = S_j . (Ic_i S_i) for the supports j of i
+        inertia_times(phi_c[i], oS[i], F[i])
+        j = i
+        while j >= 0:
+            M[j, i] = dot6(oS[j], F[i])
+            M[i, j] = M[j, i]
+            j = parents[j]
+    return _all_finite(M) and (not nle or _all_finite(b))
+
+
+@njit(cache=True)
 def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
     """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
     model, data: the packed buffers (entry.py); spec the contact rows (module doc); ws the workspace
@@ -424,9 +469,7 @@ def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
             and _rows_at(model, data, q, v, spec, ws, m)):
         return FAILED
     J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
-    zero = _e.vec(data, _e.ZERO, nb)
-    if not (_e._rnea_into(model, data, q, v, zero, _e.mat(data, _e.F_EXT_ZERO, nb, 6), _e.vec(data, _e.NLE, nb))
-            and mass_matrix(model, data, q)):
+    if not world_dynamics(model, data, nb, True):
         return FAILED
     nle = _e.vec(data, _e.NLE, nb)
     M = _e.mat(data, _e.M, nb, nb)
@@ -449,7 +492,7 @@ def impulse_dynamics(model, data, q, v_minus, restitution, spec, ws, v_plus, imp
     if not (v_plus.shape[0] == nb and _rows_at(model, data, q, v_minus, spec, ws, m)):
         return FAILED
     J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
-    if not mass_matrix(model, data, q):
+    if not world_dynamics(model, data, nb, False):
         return FAILED
     M = _e.mat(data, _e.M, nb, nb)
     for i in range(m):
