@@ -21,6 +21,12 @@ minimum-norm forces; the whole KKT matrix by least squares when M is singular, a
 massless cut body of a loop closure). Impulse dynamics (sec. XII, eq. 423) with restitution e:
     M (v+ - v-) = J^T Lambda,             J v+ = -e J v-.
 Models with coupled mimic joints are not supported here.
+
+constrained_dynamics and impulse_dynamics run compiled (kernels/constrained_dynamics.py: rows, M and
+b(q, v) from one kinematics pass, tree-sparse factor of M, Cholesky of G) with buffers allocated once
+per contact set (_Workspace, cached on the Data); the NumPy code below stays the reference and the
+fallback: Baumgarte gains, a singular M or G (the kernel declines), and the error messages. The
+derivatives are NumPy (their constrained_dynamics call is compiled).
 """
 import numpy as np
 from scipy.linalg import cho_solve

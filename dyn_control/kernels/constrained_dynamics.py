@@ -7,8 +7,11 @@ A contact set is described by `spec` (nc, 4) int64 rows [frame1, frame2 (-1: the
 (frame2 = -1, or a frame of the root body) has no motion, so its anchor enters no row without
 Baumgarte gains (those stay on the NumPy path).
 
-The solve goes through the tree-sparse factor of M (Featherstone's LTL) and the Cholesky factor of the Delassus matrix G = J M^-1 J^T:
-    lam = G^-1 (c - gamma - J M^-1 (tau - b)),   a = M^-1 (tau - b) + M^-1 J^T lam.
+M and b(q, v) come from the world motion computed for the rows (world_dynamics: crba's and the
+inverse dynamics' sums in the root frame), so the kinematics run once a call. The solve goes
+through the tree-sparse factor of M (Featherstone's LTL) and the Cholesky factor of the Delassus
+matrix G = J M^-1 J^T:
+    lam = G^-1 (-gamma - J M^-1 (tau - b)),   a = M^-1 (tau - b) + M^-1 J^T lam.
 A kernel returns SINGULAR, leaving the answer to the NumPy path (least squares on the whole KKT
 matrix, or the pseudo-inverse of G for redundant rows), when a pivot of M falls below the relative
 threshold SINGULAR_M or one of G below SINGULAR_G; FAILED when an input or a result is not finite.
