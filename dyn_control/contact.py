@@ -21,16 +21,28 @@ minimum-norm forces; the whole KKT matrix by least squares when M is singular, a
 massless cut body of a loop closure). Impulse dynamics (sec. XII, eq. 423) with restitution e:
     M (v+ - v-) = J^T Lambda,             J v+ = -e J v-.
 Models with coupled mimic joints are not supported here.
+
+constrained_dynamics and impulse_dynamics run compiled (kernels/constrained_dynamics.py: rows, M and
+b(q, v) from one kinematics pass, tree-sparse factor of M, Cholesky of G) with buffers allocated once
+per contact set (_Workspace, cached on the Data); the NumPy code below stays the reference and the
+fallback: Baumgarte gains, a singular M or G (the kernel declines), and the error messages. The
+derivatives are NumPy (their constrained_dynamics call is compiled).
 """
 import numpy as np
 from scipy.linalg import cho_solve
 
 from .derivatives import rnea_derivatives
-from .dynamics import as_real_array, as_vector, check_model_data, crba, nonlinear_effects, non_finite_error
+from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, check_model_data, compiled_call, crba,
+                       nonlinear_effects, non_finite_error, strict)
+from .kernels import constrained_dynamics as _cd
 from .kernels import contact as _ct
 from .spatial import log_se3
 
 _KINDS = {"point": 3, "frame": 6}
+# the compiled kernels called directly once compiled for their canonical arguments (compiled_call's
+# typing of 22 arguments would cost more than the kernel); compiled_call compiles them first
+_fast_constrained_dynamics = strict(_cd.constrained_dynamics)
+_fast_impulse_dynamics = strict(_cd.impulse_dynamics)
 _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
 
@@ -68,8 +80,9 @@ class Contact:
         if anchor.shape != (4, 4) or not np.all(np.isfinite(anchor)):
             raise ValueError(f"anchor must be a finite (4, 4) placement, got shape {anchor.shape}")
         self.anchor = anchor
-        self.kp = self._gain("kp", kp)
-        self.kd = self._gain("kd", kd)
+        self._kp = self._kd = np.zeros(self.dim)
+        self.kp = kp
+        self.kd = kd
 
     def _gain(self, name, value):
         try:
@@ -78,11 +91,30 @@ class Contact:
             raise ValueError(f"{name} must be a number or {self.dim} numbers, got {value!r}") from None
         if not np.all(np.isfinite(gain)):
             raise ValueError(f"{name} must be finite, got {value!r}")
+        gain.setflags(write=False)  # set gains by assignment, which keeps `baumgarte` current
         return gain
 
     @property
+    def kp(self):
+        return self._kp
+
+    @kp.setter
+    def kp(self, value):
+        self._kp = self._gain("kp", value)
+        self._baumgarte = bool(np.any(self._kp) or np.any(self._kd))
+
+    @property
+    def kd(self):
+        return self._kd
+
+    @kd.setter
+    def kd(self, value):
+        self._kd = self._gain("kd", value)
+        self._baumgarte = bool(np.any(self._kp) or np.any(self._kd))
+
+    @property
     def baumgarte(self):
-        return bool(np.any(self.kp) or np.any(self.kd))
+        return self._baumgarte
 
     def __repr__(self):
         other = "world" if self.other is None else repr(self.other)
@@ -418,6 +450,35 @@ def _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs):
     return x, y
 
 
+class _Workspace:
+    """Buffers of the compiled constrained and impulse dynamics for one contact set, allocated once
+    per (data, contact rows) and cached on the Data object (dict data._contact_workspaces)."""
+
+    def __init__(self, model, key):
+        nv = model.nv
+        self.spec = np.array(key, dtype=np.int64).reshape(len(key), 4)  # kernel module doc
+        m = int(self.spec[:, 2].sum())
+        self.buf = np.zeros(_cd.workspace_size(nv, m))  # J, gamma, factors of M and G, scratch
+        self.x = np.zeros(nv)               # a or v_plus
+        self.lam = np.zeros(m)              # forces or impulses
+
+
+def _workspace(model, data, resolved):
+    """The cached _Workspace of these contacts, or None when the compiled path does not apply
+    (Baumgarte gains, mimic coupling)."""
+    key = []
+    for c, f1, f2 in resolved:
+        if c._baumgarte:  # Baumgarte gains: the NumPy path
+            return None
+        key.append((f1, -1 if f2 is None else f2, c.dim, 1 if c.reference == "local" else 0))
+    key = tuple(key)
+    cache = data.__dict__.setdefault("_contact_workspaces", {})
+    ws = cache.get(key)
+    if ws is None:
+        ws = cache[key] = _Workspace(model, key)
+    return ws
+
+
 def _check_state(model, data, q, v, name_v="v"):
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
@@ -433,6 +494,20 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        args = (model._buf, data._buf, q, v, tau, ws.spec, ws.buf, ws.x, ws.lam)
+        try:
+            status = _fast_constrained_dynamics(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cd.constrained_dynamics, *args)
+        if status == _cd.OK:
+            return ws.x.copy(), ws.lam.copy()
+    return _constrained_dynamics_numpy(model, data, q, v, tau, resolved)
+
+
+def _constrained_dynamics_numpy(model, data, q, v, tau, resolved):
+    """constrained_dynamics in NumPy: Baumgarte gains, singular M or redundant rows, and the errors."""
     inputs = dict(q=q, v=v, tau=tau)
     for k, (c, _, _) in enumerate(resolved):  # large Baumgarte gains may overflow too
         inputs.update({f"contacts[{k}].kp": c.kp, f"contacts[{k}].kd": c.kd})
@@ -494,6 +569,15 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
     inputs = dict(q=q, v_minus=v_minus)
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        args = (model._buf, data._buf, q, v_minus, e, ws.spec, ws.buf, ws.x, ws.lam)
+        try:
+            status = _fast_impulse_dynamics(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cd.impulse_dynamics, *args)
+        if status == _cd.OK:
+            return ws.x.copy(), ws.lam.copy()
     rows = _rows(model, data, q, v_minus, np.zeros(model.nv), resolved, inputs)
     J = _stack(rows, "jacobian")
     M = crba(model, data, q).copy()

@@ -161,6 +161,37 @@ def test_impulse_dynamics_and_derivatives(name, kind, reference):
         assert_close(x, ref, f"{name} {kind} {reference} {what}")
 
 
+@pytest.mark.parametrize("name, kind, reference", CASES)
+def test_compiled_path_matches_the_numpy_path(name, kind, reference, monkeypatch):
+    """The compiled kernels (kernels/constrained_dynamics.py) and the NumPy fallback give one answer."""
+    from dyn_control import contact
+    r = robot(name)
+    contacts = contacts_of(name, kind, reference)
+    compiled = (dc.constrained_dynamics(r.model, r.data, r.q, r.v, r.tau, contacts)
+                + dc.impulse_dynamics(r.model, r.data, r.q, r.v, contacts, RESTITUTION))
+    assert r.data._contact_workspaces, "the compiled path was not taken"
+    monkeypatch.setattr(contact, "_workspace", lambda *args: None)
+    numpy_path = (dc.constrained_dynamics(r.model, r.data, r.q, r.v, r.tau, contacts)
+                  + dc.impulse_dynamics(r.model, r.data, r.q, r.v, contacts, RESTITUTION))
+    for what, x, ref in zip(("a", "lam", "v_plus", "impulses"), compiled, numpy_path):
+        assert_close(x, ref, f"{name} {kind} {reference} {what}", 1e-10)
+
+
+def test_redundant_rows_fall_back_to_minimum_norm_forces():
+    """A contact given twice makes the Delassus matrix singular: the kernel declines, and the NumPy
+    path's pseudo-inverse splits the force evenly with the single contact's accelerations."""
+    r = robot("panda")
+    single = single_contact("panda", "point", "local")
+    a1, lam1 = dc.constrained_dynamics(r.model, r.data, r.q, r.v, r.tau, single)
+    a2, lam2 = dc.constrained_dynamics(r.model, r.data, r.q, r.v, r.tau, single * 2)
+    assert_close(a2, a1, "a")
+    assert_close(lam2, np.concatenate([lam1, lam1]) / 2.0, "lambda")
+    v1, p1 = dc.impulse_dynamics(r.model, r.data, r.q, r.v, single, RESTITUTION)
+    v2, p2 = dc.impulse_dynamics(r.model, r.data, r.q, r.v, single * 2, RESTITUTION)
+    assert_close(v2, v1, "v_plus")
+    assert_close(p2, np.concatenate([p1, p1]) / 2.0, "impulses")
+
+
 @pytest.mark.parametrize("kind, reference", KINDS)
 def test_baumgarte_gains_against_pinocchio(kind, reference):
     r = robot("panda")

@@ -1,0 +1,514 @@
+"""Constrained (KKT) dynamics and impulse dynamics under rigid contacts, compiled (seed "Details of
+Partial Derivatives of Rigid-Body Inverse Dynamics", secs. XI-XII; the readable reference is the
+NumPy code of dyn_control/contact.py, whose rows these kernels reproduce).
+
+A contact set is described by `spec` (nc, 4) int64 rows [frame1, frame2 (-1: the world), dim
+(3 "point" | 6 "frame"), local (1 "local" | 0 "local_world_aligned")]. A side fixed to the world
+(frame2 = -1, or a frame of the root body) has no motion, so its anchor enters no row without
+Baumgarte gains (those stay on the NumPy path).
+
+M and b(q, v) come from the world motion computed for the rows (world_dynamics: crba's and the
+inverse dynamics' sums in the root frame), so the kinematics run once a call. The solve goes
+through the tree-sparse factor of M (Featherstone's LTL) and the Cholesky factor of the Delassus
+matrix G = J M^-1 J^T:
+    lam = G^-1 (-gamma - J M^-1 (tau - b)),   a = M^-1 (tau - b) + M^-1 J^T lam.
+A kernel returns SINGULAR, leaving the answer to the NumPy path (least squares on the whole KKT
+matrix, or the pseudo-inverse of G for redundant rows), when a pivot of M falls below the relative
+threshold SINGULAR_M or one of G below SINGULAR_G; FAILED when an input or a result is not finite.
+"""
+import numpy as np
+from numba import njit
+
+from ..spatial import cross_force, dot6, inertia_times, phi_to_parent_add
+from . import entry as _e
+from .contact import world_motion
+
+OK = 0
+SINGULAR = 1        # M or G (numerically) singular: the NumPy path decides
+FAILED = 2          # non-finite input or result, or model/data mismatch: the checked path names it
+SINGULAR_M = 1e-12  # pivot^2 of M relative to its largest diagonal entry (contact.py's _SINGULAR)
+SINGULAR_G = 1e-8   # pivot^2 of G relative to its largest diagonal entry: above the eigenvalue cut
+                    # (1e-12) of the pseudo-inverse with margin, so the two paths agree where both run
+
+
+@njit(cache=True)
+def side_pose(frame_body, frame_R, frame_p, oR, op, f, R, p):
+    """World pose (R, p) of frame f (f = -1: the world's origin) and its body (-1: none moving)."""
+    if f < 0:
+        for r in range(3):
+            for c in range(3):
+                R[r, c] = 1.0 if r == c else 0.0
+            p[r] = 0.0
+        return -1
+    b = frame_body[f]
+    if b < 0:
+        R[:, :] = frame_R[f]
+        p[:] = frame_p[f]
+        return -1
+    for r in range(3):
+        for c in range(3):
+            s = 0.0
+            for k in range(3):
+                s += oR[b, r, k] * frame_R[f, k, c]
+            R[r, c] = s
+        s = op[b, r]
+        for k in range(3):
+            s += oR[b, r, k] * frame_p[f, k]
+        p[r] = s
+    return b
+
+
+@njit(cache=True, inline="always")
+def cross3(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=True)
+def row_of_motion(X, dim, local, R1, p1, p_side, out, t):
+    """The rows of a motion vector X (world axes, at the origin) for one contact: "point":
+    X_v + X_w x p_side (in frame 1's axes if local); "frame": [w; v + w x p1], rotated to frame 1's
+    axes if local. t: (>= 2, 6) scratch."""
+    w = t[0, 0:3]
+    u = t[1, 0:3]
+    if dim == 3:
+        cross3(X[0:3], p_side, w)
+        for r in range(3):
+            u[r] = X[3 + r] + w[r]
+        for r in range(3):
+            out[r] = (R1[0, r] * u[0] + R1[1, r] * u[1] + R1[2, r] * u[2]) if local else u[r]
+        return
+    cross3(X[0:3], p1, w)
+    for r in range(3):
+        u[r] = X[3 + r] + w[r]
+    for r in range(3):
+        if local:
+            out[r] = R1[0, r] * X[0] + R1[1, r] * X[1] + R1[2, r] * X[2]
+            out[3 + r] = R1[0, r] * u[0] + R1[1, r] * u[1] + R1[2, r] * u[2]
+        else:
+            out[r] = X[r]
+            out[3 + r] = u[r]
+
+
+@njit(cache=True)
+def point_acceleration(V, A, p, out, t):
+    """Classical acceleration of the point p of a body with twist V and acceleration A (world):
+    A_v + A_w x p + w x (V_v + w x p)."""
+    wp = t[0, 0:3]
+    pd = t[1, 0:3]
+    cross3(V[0:3], p, wp)
+    for r in range(3):
+        pd[r] = V[3 + r] + wp[r]
+    cross3(V[0:3], pd, wp)
+    for r in range(3):
+        out[r] = A[3 + r] + wp[r]
+    cross3(A[0:3], p, pd)
+    for r in range(3):
+        out[r] += pd[r]
+
+
+@njit(cache=True)
+def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t):
+    """J (m, nv) and gamma (m,) = the constraint acceleration at a = 0 (oA built with a = 0).
+    sides: (2, 4, 6) scratch (R rows 0-2 in [:, 0:3, 0:3], p in row 3); t: (>= 8, 6) scratch."""
+    J[:, :] = 0.0
+    row = 0
+    zero6 = t[7]
+    zero6[:] = 0.0
+    for c in range(spec.shape[0]):
+        dim = spec[c, 2]
+        local = spec[c, 3] == 1
+        R1 = sides[0, 0:3, 0:3]
+        p1 = sides[0, 3, 0:3]
+        R2 = sides[1, 0:3, 0:3]
+        p2 = sides[1, 3, 0:3]
+        b1 = side_pose(frame_body, frame_R, frame_p, oR, op, spec[c, 0], R1, p1)
+        b2 = side_pose(frame_body, frame_R, frame_p, oR, op, spec[c, 1], R2, p2)
+        out = t[2]
+        # columns: each side's supports k add +-(row of oS_k)
+        for s in range(2):
+            b = b1 if s == 0 else b2
+            sign = 1.0 if s == 0 else -1.0
+            ps = p1 if s == 0 else p2
+            k = b
+            while k >= 0:
+                row_of_motion(oS[k], dim, local, R1, p1, ps, out, t)
+                for r in range(dim):
+                    J[row + r, k] += sign * out[r]
+                k = parents[k]
+        V1 = zero6 if b1 < 0 else oV[b1]
+        A1 = zero6 if b1 < 0 else oA[b1]
+        V2 = zero6 if b2 < 0 else oV[b2]
+        A2 = zero6 if b2 < 0 else oA[b2]
+        g = gamma[row:row + dim]
+        if dim == 3:
+            acc1 = t[3, 0:3]
+            acc2 = t[4, 0:3]
+            point_acceleration(V1, A1, p1, acc1, t)
+            point_acceleration(V2, A2, p2, acc2, t)
+            for r in range(3):
+                acc1[r] -= acc2[r]
+            for r in range(3):
+                g[r] = (R1[0, r] * acc1[0] + R1[1, r] * acc1[1] + R1[2, r] * acc1[2]) if local else acc1[r]
+        else:
+            dA = t[3]
+            for r in range(6):
+                dA[r] = A1[r] - A2[r]
+            row_of_motion(dA, 6, local, R1, p1, p1, g, t)
+            if local:
+                # + u x w2, u = Ad^-1 (V1 - V2), w2 = Ad^-1 V2 (both in frame 1)
+                dV = t[4]
+                for r in range(6):
+                    dV[r] = V1[r] - V2[r]
+                u = t[5]
+                w2 = t[6]
+                row_of_motion(dV, 6, True, R1, p1, p1, u, t)
+                row_of_motion(V2, 6, True, R1, p1, p1, w2, t)
+                # motion cross product u x w2: [uw x ww; uw x wv + uv x ww]
+                x = t[3, 0:3]
+                cross3(u[0:3], w2[0:3], x)
+                for r in range(3):
+                    g[r] += x[r]
+                cross3(u[0:3], w2[3:6], x)
+                for r in range(3):
+                    g[3 + r] += x[r]
+                cross3(u[3:6], w2[0:3], x)
+                for r in range(3):
+                    g[3 + r] += x[r]
+        row += dim
+
+
+@njit(cache=True)
+def cholesky(A, L, threshold):
+    """L lower with L L^T = A; False when a pivot^2 falls below threshold * max(diag A) (or A has a
+    non-positive diagonal entry)."""
+    n = A.shape[0]
+    top = 0.0
+    for i in range(n):
+        if not A[i, i] > 0.0:
+            return False
+        top = max(top, A[i, i])
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > threshold * top:
+            return False
+        ljj = np.sqrt(d)
+        L[j, j] = ljj
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / ljj
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@njit(cache=True)
+def cholesky_solve(L, x):
+    """x <- (L L^T)^-1 x in place, x (n,)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def tree_factor(M, parents, L, threshold):
+    """M = L^T L with L lower triangular and nonzero only at (k, ancestors of k) (Featherstone's LTL,
+    RBDA sec. 6.5: a tree's M factors without fill-in). False when a pivot falls below threshold *
+    max(diag M) (a massless subtree: M singular) or M has a non-positive diagonal entry."""
+    n = M.shape[0]
+    top = 0.0
+    for i in range(n):
+        if not M[i, i] > 0.0:
+            return False
+        top = max(top, M[i, i])
+    L[:, :] = 0.0
+    for k in range(n):
+        i = k
+        while i >= 0:
+            L[k, i] = M[k, i]
+            i = parents[i]
+    for k in range(n - 1, -1, -1):
+        d = L[k, k]
+        if not d > threshold * top:
+            return False
+        lkk = np.sqrt(d)
+        L[k, k] = lkk
+        i = parents[k]
+        while i >= 0:
+            L[k, i] /= lkk
+            i = parents[i]
+        i = parents[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                L[i, j] -= L[k, i] * L[k, j]
+                j = parents[j]
+            i = parents[i]
+    return True
+
+
+@njit(cache=True)
+def tree_solve(L, parents, x):
+    """x <- M^-1 x in place with M = L^T L from tree_factor."""
+    n = L.shape[0]
+    for i in range(n - 1, -1, -1):  # L^T y = x
+        x[i] /= L[i, i]
+        j = parents[i]
+        while j >= 0:
+            x[j] -= L[i, j] * x[i]
+            j = parents[j]
+    for i in range(n):  # L z = y
+        j = parents[i]
+        while j >= 0:
+            x[i] -= L[i, j] * x[j]
+            j = parents[j]
+        x[i] /= L[i, i]
+
+
+@njit(cache=True)
+def tree_solve_columns(L, parents, X):
+    """X <- M^-1 X in place for X (n, m), M = L^T L from tree_factor (rows inner: contiguous)."""
+    n = L.shape[0]
+    m = X.shape[1]
+    for i in range(n - 1, -1, -1):  # L^T Y = X
+        d = L[i, i]
+        for c in range(m):
+            X[i, c] /= d
+        j = parents[i]
+        while j >= 0:
+            lij = L[i, j]
+            for c in range(m):
+                X[j, c] -= lij * X[i, c]
+            j = parents[j]
+    for i in range(n):  # L Z = Y
+        j = parents[i]
+        while j >= 0:
+            lij = L[i, j]
+            for c in range(m):
+                X[i, c] -= lij * X[j, c]
+            j = parents[j]
+        d = L[i, i]
+        for c in range(m):
+            X[i, c] /= d
+
+
+@njit(cache=True)
+def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
+    """With x = rhs_dynamics and rhs_c on entry: x <- the KKT solution, lam <- its multipliers of
+    M x - J^T lam = rhs_dynamics, J x = rhs_c. Y = M^-1 J^T (nv, m) and G, LG (m, m) are scratch.
+    False (x, lam undefined) when M or G is numerically singular."""
+    nv = M.shape[0]
+    m = J.shape[0]
+    if not tree_factor(M, parents, L, SINGULAR_M):
+        return False
+    for i in range(nv):
+        for j in range(m):
+            Y[i, j] = J[j, i]
+    tree_solve_columns(L, parents, Y)
+    tree_solve(L, parents, x)
+    for i in range(m):
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(nv):
+                s += J[i, k] * Y[k, j]
+            G[i, j] = s
+            G[j, i] = s
+        s = rhs_c[i]
+        for k in range(nv):
+            s -= J[i, k] * x[k]
+        lam[i] = s
+    if not cholesky(G, LG, SINGULAR_G):
+        return False
+    cholesky_solve(LG, lam)
+    for i in range(nv):
+        s = 0.0
+        for j in range(m):
+            s += Y[i, j] * lam[j]
+        x[i] += s
+    return True
+
+
+@njit(cache=True)
+def _all_finite(x):
+    for value in x.ravel():
+        if not np.isfinite(value):
+            return False
+    return True
+
+
+@njit(cache=True)
+def workspace_size(nv, m):
+    return m * nv + m + nv * nv + nv * m + 2 * m * m + 48 + 48
+
+
+@njit(cache=True, inline="always")
+def _views(ws, nv, m):
+    """Named views of a workspace buffer (layout of workspace_size)."""
+    o = 0
+    J = ws[o:o + m * nv].reshape((m, nv))
+    o += m * nv
+    gamma = ws[o:o + m]
+    o += m
+    L = ws[o:o + nv * nv].reshape((nv, nv))
+    o += nv * nv
+    Y = ws[o:o + nv * m].reshape((nv, m))
+    o += nv * m
+    G = ws[o:o + m * m].reshape((m, m))
+    o += m * m
+    LG = ws[o:o + m * m].reshape((m, m))
+    o += m * m
+    sides = ws[o:o + 48].reshape((2, 4, 6))
+    o += 48
+    t = ws[o:o + 48].reshape((8, 6))
+    return J, gamma, L, Y, G, LG, sides, t
+
+
+@njit(cache=True)
+def _rows_at(model, data, q, v, spec, ws, m):
+    """World motion at (q, v, a = 0) and the contact rows J, gamma (views of ws); False when the
+    inputs or the motion are not finite, or the sizes do not fit."""
+    nb = int(model[0])
+    nf = int(model[2])
+    if not (_e.fits(model, data, True) and q.shape[0] == nb and v.shape[0] == nb
+            and ws.shape[0] == workspace_size(nb, m) and _e.has(data, _e.OV) and _e.has(data, _e.OA)):
+        return False
+    zero = _e.vec(data, _e.ZERO, nb)
+    parents = _e.ints(model, _e.PARENTS, nb)
+    oR = _e.cube(data, _e.OR, nb, 3, 3)
+    op = _e.mat(data, _e.OP, nb, 3)
+    oS = _e.mat(data, _e.OS, nb, 6)
+    oV = _e.mat(data, _e.OV, nb, 6)
+    oA = _e.mat(data, _e.OA, nb, 6)
+    if not world_motion(parents, _e.mat(model, _e.SCREW_AXES, nb, 6), _e.cube(model, _e.HOME_R, nb, 3, 3),
+                        _e.mat(model, _e.HOME_P, nb, 3), q, v, zero, _e.cube(data, _e.R, nb, 3, 3),
+                        _e.mat(data, _e.P, nb, 3), oR, op, oS, oV, oA, _e.mat(data, _e.TMP6, 4, 6)):
+        return False
+    J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
+    contact_rows(parents, _e.ints(model, _e.FRAME_BODY, nf), _e.cube(model, _e.FRAME_R, nf, 3, 3),
+                 _e.mat(model, _e.FRAME_P, nf, 3), oR, op, oS, oV, oA, spec, J, gamma, sides, t)
+    return True
+
+
+@njit(cache=True)
+def world_dynamics(model, data, nb, nle):
+    """From the world motion of _rows_at (oR, op, oS, oV and oA at a = 0): data.M (crba's sums in
+    the root frame, without recomputing the kinematics) and, when nle is True, data.nle = b(q, v)
+    (inverse dynamics in the root frame, gravity as the base acceleration). False when M or b is not
+    finite."""
+    parents = _e.ints(model, _e.PARENTS, nb)
+    phi = _e.mat(model, _e.PHI, nb, 10)
+    base_accel = _e.vec(model, _e.BASE_ACCEL, 6)
+    oR = _e.cube(data, _e.OR, nb, 3, 3)
+    op = _e.mat(data, _e.OP, nb, 3)
+    oS = _e.mat(data, _e.OS, nb, 6)
+    oV = _e.mat(data, _e.OV, nb, 6)
+    oA = _e.mat(data, _e.OA, nb, 6)
+    phi_c = _e.mat(data, _e.PHI_COMPOSITE, nb, 10)
+    F = _e.mat(data, _e.F, nb, 6)
+    M = _e.mat(data, _e.M, nb, nb)
+    b = _e.vec(data, _e.NLE, nb)
+    tmp = _e.mat(data, _e.TMP6, 4, 6)
+    for i in range(nb):
+        # body inertia in the root frame
+        phi_c[i, :] = 0.0
+        phi_to_parent_add(oR[i], op[i], phi[i], phi_c[i])
+    if nle:
+        acc = tmp[0]
+        IV = tmp[1]
+        for i in range(nb):
+            # F_i = I_i (A_i + a_base) + V_i x* I_i V_i, the body's own force
+            for k in range(6):
+                acc[k] = oA[i, k] + base_accel[k]
+            inertia_times(phi_c[i], acc, F[i])
+            inertia_times(phi_c[i], oV[i], IV)
+            cross_force(oV[i], IV, acc)
+            for k in range(6):
+                F[i, k] += acc[k]
+        for i in range(nb - 1, -1, -1):
+            # b_i = S_i . (forces of the subtree of i)
+            b[i] = dot6(oS[i], F[i])
+            j = parents[i]
+            if j >= 0:
+                for k in range(6):
+                    F[j, k] += F[i, k]
+    for i in range(nb - 1, -1, -1):
+        # composite inertia of the subtree of i
+        j = parents[i]
+        if j >= 0:
+            for k in range(10):
+                phi_c[j, k] += phi_c[i, k]
+    for i in range(nb):
+        # M_ji = S_j . (Ic_i S_i) for the supports j of i
+        inertia_times(phi_c[i], oS[i], F[i])
+        j = i
+        while j >= 0:
+            M[j, i] = dot6(oS[j], F[i])
+            M[i, j] = M[j, i]
+            j = parents[j]
+    return _all_finite(M) and (not nle or _all_finite(b))
+
+
+@njit(cache=True)
+def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
+    """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
+    model, data: the packed buffers (entry.py); spec the contact rows (module doc); ws the workspace
+    buffer (workspace_size(nv, m)), a (nv,) and lam (m,) the outputs."""
+    nb = int(model[0])
+    m = lam.shape[0]
+    if not (tau.shape[0] == nb and a.shape[0] == nb and _all_finite(tau)
+            and _rows_at(model, data, q, v, spec, ws, m)):
+        return FAILED
+    J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
+    if not world_dynamics(model, data, nb, True):
+        return FAILED
+    nle = _e.vec(data, _e.NLE, nb)
+    M = _e.mat(data, _e.M, nb, nb)
+    for i in range(nb):
+        a[i] = tau[i] - nle[i]
+    for i in range(m):
+        gamma[i] = -gamma[i]
+    if not (_all_finite(J) and _all_finite(gamma) and _all_finite(a)):
+        return FAILED
+    if not delassus_solve(M, _e.ints(model, _e.PARENTS, nb), J, L, Y, G, LG, a, gamma, lam):
+        return SINGULAR
+    return OK if _all_finite(a) and _all_finite(lam) else FAILED
+
+
+@njit(cache=True)
+def impulse_dynamics(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
+    """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v-."""
+    nb = int(model[0])
+    m = impulses.shape[0]
+    if not (v_plus.shape[0] == nb and _rows_at(model, data, q, v_minus, spec, ws, m)):
+        return FAILED
+    J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
+    if not world_dynamics(model, data, nb, False):
+        return FAILED
+    M = _e.mat(data, _e.M, nb, nb)
+    for i in range(m):
+        s = 0.0
+        for k in range(nb):
+            s += J[i, k] * v_minus[k]
+        gamma[i] = -(1.0 + restitution) * s
+    for i in range(nb):
+        v_plus[i] = 0.0
+    if not (_all_finite(J) and _all_finite(gamma)):
+        return FAILED
+    if not delassus_solve(M, _e.ints(model, _e.PARENTS, nb), J, L, Y, G, LG, v_plus, gamma, impulses):
+        return SINGULAR
+    for i in range(nb):
+        v_plus[i] += v_minus[i]
+    return OK if _all_finite(v_plus) and _all_finite(impulses) else FAILED
