@@ -47,23 +47,3 @@ def test_bringup_reports_a_failing_configure(tmp_path):
     result = run("bringup", str(path), "--duration", "1")
     assert result.returncode == 1
     assert "/nonexistent/robot.urdf" in result.stderr and "failed to configure" in result.stderr
-
-
-PARTICIPANT = ("import rclpy; rclpy.init(); node = rclpy.create_node('profile_probe'); "
-               "print(node.get_name()); node.destroy_node(); rclpy.shutdown()")
-
-
-def test_the_discovery_profile_given_to_the_node_processes_is_one_fast_dds_reads():
-    """bringup's node processes get config/fastdds_discovery.xml unless the user names a profiles
-    file: Fast DDS itself (the oracle) loads it without a parser error, and the user's choice wins."""
-    from dyn_control.nodes.cli import PROFILES_VARIABLES, discovery_environment
-    base = {k: v for k, v in os.environ.items() if k not in PROFILES_VARIABLES}
-    environment = discovery_environment(base)
-    profiles = environment["FASTDDS_DEFAULT_PROFILES_FILE"]
-    assert os.path.isfile(profiles) and environment["FASTRTPS_DEFAULT_PROFILES_FILE"] == profiles
-    result = subprocess.run([sys.executable, "-c", PARTICIPANT], capture_output=True, text=True, timeout=60,
-                            env={**environment, "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"})
-    assert result.returncode == 0 and "profile_probe" in result.stdout, result.stderr
-    assert "XMLPARSER" not in result.stderr and "Error" not in result.stderr, result.stderr
-    mine = {**base, "FASTRTPS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"}
-    assert discovery_environment(mine) == mine

@@ -43,7 +43,6 @@ STATUS_PERIOD = 0.25     # [s] between status-line updates
 CONFIGURE_TIMEOUT = 600.0    # [s] a first configure compiles the Numba kernels
 TRANSITION_TIMEOUT = 10.0    # [s] for the other transitions
 PR_SET_PDEATHSIG = 1
-PROFILES_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
 
 
 def nodes_in_config(path):
@@ -149,17 +148,6 @@ def bringup(config, duration=None, monitor=None):
     return code
 
 
-def discovery_environment(environment):
-    """`environment` with FASTDDS_DEFAULT_PROFILES_FILE (and its Fast DDS 2 name) pointing to
-    config/fastdds_discovery.xml (more initial discovery announcements: the node processes find each
-    other as they start, not up to 3 s later), unless it names a profiles file already."""
-    if any(key in environment for key in PROFILES_VARIABLES):
-        return dict(environment)
-    from ..robots import config_dir
-    profiles = os.path.join(config_dir(), "fastdds_discovery.xml")
-    return {**environment, **{key: profiles for key in PROFILES_VARIABLES}}
-
-
 class _NodeProcess:
     """One node in its own process (`python -m dyn_control.nodes.<kind>`), with clients of its
     lifecycle services."""
@@ -172,8 +160,7 @@ class _NodeProcess:
                    "-r", f"__node:={name}", "-r", f"__ns:={namespace}"]
         # its own process group: a Ctrl-C reaches this process, which stops the nodes in order;
         # and it ends with this process, however that ends
-        self.process = subprocess.Popen(command, start_new_session=True, preexec_fn=_end_with_parent,
-                                        env=discovery_environment(os.environ))
+        self.process = subprocess.Popen(command, start_new_session=True, preexec_fn=_end_with_parent)
         self.state = "unconfigured"
 
     def connect(self, node):
@@ -294,7 +281,6 @@ def compile_kernels():
 
 def main(argv=None):
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.update(discovery_environment(os.environ))     # this process's participant too
     parser = argparse.ArgumentParser(prog="dyn-control", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("bringup", help="start the nodes of a ROS 2 parameter file")
