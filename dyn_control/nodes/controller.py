@@ -97,7 +97,8 @@ PARAMETERS = (
     Param("gravity_compensation", "controller", "string", "configure",
           "who compensates gravity: controller (g(q) in every command) | robot (the robot adds g(q) itself, "
           "as Franka and UR do: commands leave it out)"),
-    Param("realtime.priority", 0, "integer", "activate", "SCHED_FIFO priority of the loop thread (0: off)", 0, 99),
+    Param("realtime.priority", 50, "integer", "activate",
+          "SCHED_FIFO priority of the loop thread (0: off); best effort, a warning when refused", 0, 99),
     Param("realtime.cpu", -1, "integer", "activate",
           "CPU the loop thread is pinned to (-1: the last CPU when the process may use 2 or more, else any, "
           "with the node's other threads moved off it; -2: no pinning)", -2, 4096),
