@@ -468,25 +468,22 @@ class ControllerNode(LoopNode):
         k = c.tick
         publish_phase = k % c.publish_period
         gradient_phase = k % c.gradient_period if c.gradient_period else -1
-        if c.mapping is None:
-            s = c.s
-            trajectory = c.trajectory
-            if trajectory is not None:
-                trajectory.sample(t, c.q_d, c.v_d, c.a_d)
-                s[T.S_POINT] = 1.0
-            elif c.reference_point is not c.applied_point:
-                self._apply_point()
-            s[T.S_T] = t
-            s[T.S_SAFE] = c.safe
-            s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
-            s[T.S_WANT_GRADIENT] = gradient_phase == 1 % c.gradient_period and s[T.S_COUNT] > 0
-            s[T.S_WANT_TWIST] = gradient_phase == 3 % c.gradient_period and c.twist_enabled and s[T.S_COUNT] > 0
-            c.tick_kernel.tick()
-            s[T.S_NEW_SAMPLE] = 0.0
-            s[T.S_RESET] = 0.0
-            c.command_raw.views["data"][:] = c.tick_kernel.f.command
-        else:
-            self._closed_chain_tick(t, publish_phase, gradient_phase)
+        s = c.s     # the same flags for a tree's tick and a closed chain's (no twist gradient there)
+        trajectory = c.trajectory
+        if trajectory is not None:
+            trajectory.sample(t, c.q_d, c.v_d, c.a_d)
+            s[T.S_POINT] = 1.0
+        elif c.reference_point is not c.applied_point:
+            self._apply_point()
+        s[T.S_T] = t
+        s[T.S_SAFE] = c.safe
+        s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
+        s[T.S_WANT_GRADIENT] = gradient_phase == 1 % c.gradient_period and s[T.S_COUNT] > 0
+        s[T.S_WANT_TWIST] = gradient_phase == 3 % c.gradient_period and c.twist_enabled and s[T.S_COUNT] > 0
+        c.tick_kernel.tick()
+        s[T.S_NEW_SAMPLE] = 0.0
+        s[T.S_RESET] = 0.0
+        c.command_raw.views["data"][:] = c.tick_kernel.f.command
         c.command_out.publish()
         c.tick += 1
         # the every-N-ticks messages, each on a tick of its own
@@ -494,9 +491,9 @@ class ControllerNode(LoopNode):
             self._publish_desired()
         elif publish_phase == c.publish_period // 2:
             self._publish_estimates()
-        if c.s[T.S_WANT_GRADIENT]:
+        if s[T.S_WANT_GRADIENT]:
             self._publish_gradient()
-        if c.mapping is None and s[T.S_WANT_TWIST]:
+        if s[T.S_WANT_TWIST]:
             c.twist_raw.views["data"][:] = c.tick_kernel.f.twist_gradient
             c.twist_out.publish()
 
@@ -587,27 +584,6 @@ class ControllerNode(LoopNode):
             c.tick_kernel.shift_momentum(old)
             c.estimate_raw.views["data"][:] = c.adaptation.phi
             c.estimate_out.publish()
-
-    # ---------------------------------------------------------------- closed chains
-    def _closed_chain_tick(self, t, publish_phase, gradient_phase):
-        """The tick of a closed chain: the tree path's flags on control/closed_chain_tick.py's kernel
-        (the joint-twist gradient is not available on a closed chain)."""
-        c = self._configured
-        s = c.s
-        trajectory = c.trajectory
-        if trajectory is not None:
-            trajectory.sample(t, c.q_d, c.v_d, c.a_d)
-            s[T.S_POINT] = 1.0
-        elif c.reference_point is not c.applied_point:
-            self._apply_point()
-        s[T.S_T] = t
-        s[T.S_SAFE] = c.safe
-        s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
-        s[T.S_WANT_GRADIENT] = gradient_phase == 1 % c.gradient_period and s[T.S_COUNT] > 0
-        c.tick_kernel.tick()
-        s[T.S_NEW_SAMPLE] = 0.0
-        s[T.S_RESET] = 0.0
-        c.command_raw.views["data"][:] = c.tick_kernel.f.command
 
     # ---------------------------------------------------------------- stopping
     def _publish_safe_command(self):
