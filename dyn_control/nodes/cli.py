@@ -42,6 +42,9 @@ NODE_TYPES = {"dyn_controller": "controller", "dyn_simulator": "simulator"}
 STATUS_PERIOD = 0.25     # [s] between status-line updates
 CONFIGURE_TIMEOUT = 600.0    # [s] a first configure compiles the Numba kernels
 TRANSITION_TIMEOUT = 10.0    # [s] for the other transitions
+ASK_STATE_AFTER = 3.0        # [s] without an answer: ask the node's state (a reply may have been lost)
+# lifecycle_msgs/State ids a transition goes from and to
+TRANSITION_STATES = {"configure": (1, 2), "activate": (2, 3), "deactivate": (3, 2)}
 PR_SET_PDEATHSIG = 1
 
 
@@ -164,8 +167,9 @@ class _NodeProcess:
         self.state = "unconfigured"
 
     def connect(self, node):
-        from lifecycle_msgs.srv import ChangeState
+        from lifecycle_msgs.srv import ChangeState, GetState
         self.client = node.create_client(ChangeState, f"{self.path}/change_state")
+        self.state_client = node.create_client(GetState, f"{self.path}/get_state")
 
     def interrupt(self):
         """SIGINT: the node deactivates itself (a controller publishes its safe command) and exits."""
@@ -188,11 +192,13 @@ def transition(nodes, transition, everyone, stop=None):
     (configure: up to CONFIGURE_TIMEOUT, it compiles the kernels the first time). False when one
     fails, a node process of `everyone` dies first, or `stop` is set."""
     from lifecycle_msgs.msg import Transition
-    from lifecycle_msgs.srv import ChangeState
+    from lifecycle_msgs.srv import ChangeState, GetState
     request = ChangeState.Request()
     request.transition.id = getattr(Transition, f"TRANSITION_{transition.upper()}")
     deadline = time.monotonic() + (CONFIGURE_TIMEOUT if transition == "configure" else TRANSITION_TIMEOUT)
     pending = {child: None for child in nodes}      # child -> its request's future
+    asked = {}                                      # child -> (when we last asked it, state query)
+    start_state, goal_state = TRANSITION_STATES[transition]
     while pending and time.monotonic() < deadline and not (stop is not None and stop.is_set()):
         dead = [child.name for child in everyone if child.process.poll() is not None]
         if dead:
@@ -202,12 +208,27 @@ def transition(nodes, transition, everyone, stop=None):
             if future is None:
                 if child.client.service_is_ready():
                     pending[child] = child.client.call_async(request)
+                    asked[child] = (time.monotonic(), None)
             elif future.done():
                 if not future.result().success:
                     print(f"bringup: {child.name} failed to {transition} (see its log above)", file=sys.stderr)
                     return False
-                child.state = "active" if transition == "activate" else "inactive"
+                child.state = "active" if goal_state == 3 else "inactive"
                 del pending[child]
+            else:
+                # a request sent right as the service was discovered can lose its reply (or the request
+                # itself): after a while ask the node where it is, and finish or send again accordingly
+                since, query = asked[child]
+                if time.monotonic() - since > ASK_STATE_AFTER:    # no answer (nor to the last query)
+                    asked[child] = (time.monotonic(), child.state_client.call_async(GetState.Request()))
+                elif query is not None and query.done():
+                    state = query.result().current_state.id
+                    if state == goal_state:
+                        child.state = "active" if goal_state == 3 else "inactive"
+                        del pending[child]
+                    elif state == start_state:
+                        pending[child] = child.client.call_async(request)
+                    asked[child] = (time.monotonic(), None)
         time.sleep(0.02)
     if pending and (stop is None or not stop.is_set()):
         print(f"bringup: no answer to {transition} from {', '.join(c.name for c in pending)}", file=sys.stderr)
