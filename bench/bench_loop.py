@@ -21,7 +21,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -112,23 +111,21 @@ def bare_timer(duration):
 
 
 def first_command(config):
-    """Child process: bring up `config` and print the wall-clock time of the first command seen."""
+    """Child process: bring up `config` and print the wall-clock time of the first command seen
+    (a plain callback subscription on the bringup's own node: the probe adds no imports)."""
     from std_msgs.msg import Float64MultiArray
 
-    from dyn_control.nodes import qos
     from dyn_control.nodes.cli import bringup
 
     class FirstCommand:
-        def start(self, node):
-            self.commands = qos.PolledSubscription(node, Float64MultiArray, COMMANDS, qos.recording(10))
-            self.when = None
-            threading.Thread(target=self.watch, daemon=True).start()
+        when = None
 
-        def watch(self):
-            while self.when is None:
-                if self.commands.take() is not None:
-                    self.when = time.time()
-                time.sleep(0.0005)
+        def start(self, node):
+            node.create_subscription(Float64MultiArray, COMMANDS, self.seen, 10)
+
+        def seen(self, _):
+            if self.when is None:
+                self.when = time.time()
 
         def status(self, phase, elapsed):
             pass

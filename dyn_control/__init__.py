@@ -4,28 +4,47 @@
     model = dc.load_urdf("robot.urdf")
     data = model.create_data()
     tau = dc.rnea(model, data, q, v, a)
-"""
-from .contact import (Contact, constrained_dynamics, constrained_dynamics_derivatives, impulse_dynamics,
-                      impulse_dynamics_derivatives)
-from .derivatives import (aba_derivatives, minverse, regressor, regressor_batch, rnea_batch,
-                          rnea_derivatives, rnea_derivatives_batch)
-from .dynamics import (aba, coriolis_matrix, crba, forward_kinematics, frame_pose, gravity, jacobian,
-                       nonlinear_effects, rnea)
-from .inertia import mesh_inertia, mesh_inertia_derivatives
-from .mappings import load_mapping
-from .model import PARAMETER_NAMES, Data, Model
-from .model_derivatives import inertia_from_link_meshes, twist_derivatives
-from .robots import bundled_urdf
-from .second_order import aba_second_derivatives, rnea_second_derivatives
-from .urdf import URDFError, load_urdf
 
-__all__ = [
-    "Data", "Model", "PARAMETER_NAMES", "URDFError", "aba", "aba_derivatives", "bundled_urdf",
-    "coriolis_matrix", "crba",
-    "forward_kinematics", "frame_pose", "gravity", "jacobian", "load_urdf", "mesh_inertia",
-    "mesh_inertia_derivatives", "minverse", "nonlinear_effects", "regressor", "regressor_batch", "rnea",
-    "rnea_batch", "rnea_derivatives", "rnea_derivatives_batch",
-    "inertia_from_link_meshes", "twist_derivatives", "load_mapping",
-    "aba_second_derivatives", "rnea_second_derivatives", "Contact", "constrained_dynamics",
-    "constrained_dynamics_derivatives", "impulse_dynamics", "impulse_dynamics_derivatives",
-]
+The public names load on first use (PEP 562): a node process or the bringup that imports
+`dyn_control.nodes...` pays only for the modules it uses (the whole API takes Numba and SciPy, about
+0.7 s to import).
+"""
+import importlib
+
+_PUBLIC = {
+    ".contact": ("Contact", "constrained_dynamics", "constrained_dynamics_derivatives", "impulse_dynamics",
+                 "impulse_dynamics_derivatives"),
+    ".derivatives": ("aba_derivatives", "minverse", "regressor", "regressor_batch", "rnea_batch",
+                     "rnea_derivatives", "rnea_derivatives_batch"),
+    ".dynamics": ("aba", "coriolis_matrix", "crba", "forward_kinematics", "frame_pose", "gravity", "jacobian",
+                  "nonlinear_effects", "rnea"),
+    ".inertia": ("mesh_inertia", "mesh_inertia_derivatives"),
+    ".mappings": ("load_mapping",),
+    ".model": ("PARAMETER_NAMES", "Data", "Model"),
+    ".model_derivatives": ("inertia_from_link_meshes", "twist_derivatives"),
+    ".robots": ("bundled_urdf",),
+    ".second_order": ("aba_second_derivatives", "rnea_second_derivatives"),
+    ".urdf": ("URDFError", "load_urdf"),
+}
+_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name):
+    """A public name, or a subpackage (dc.kernels, dc.nodes...), imported on first use."""
+    module = _MODULE_OF.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+    else:
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'dyn_control' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -34,7 +34,7 @@ from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.adaptation import InertialAdaptation
 from ..control.computed_torque import SAFE_MODES
 from ..control.trajectory import Trajectory, from_message
-from . import params, qos
+from . import params, preload, qos
 from .closed_chain import PARAMETER_PREFIX, node_mapping
 from .inputs import ACCEPTED, JointStateReader, reference_from_point, stamp_ns
 from .lifecycle import LoopNode, spin
@@ -152,6 +152,8 @@ def check_values(values, njoints=None):
 
 class ControllerNode(LoopNode):
     """The dyn_controller lifecycle node (see the module docstring)."""
+
+    KERNELS = staticmethod(preload.controller_kernels)
 
     def __init__(self, node_name="dyn_controller", **kwargs):
         super().__init__(node_name, PARAMETERS, PARAMETER_PREFIX, **kwargs)

@@ -1,5 +1,6 @@
 """What the controller and the simulator nodes share: a lifecycle node with declared parameters, a
-loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, and the `main` of a console script."""
+loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, and the `main` of a console script, which
+preloads the loop's kernels while the node waits for its configure (preload.py)."""
 import os
 import signal
 import sys
@@ -13,13 +14,15 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
-from . import params, qos
+from . import params, preload, qos
 
 
 class LoopNode(LifecycleNode):
     """A lifecycle node whose work runs on `self.loop` while active. Subclasses provide
-    `_on_set_parameters`, `_publish_diagnostics` and `_destroy_entities`, and the configure,
-    activate and deactivate transitions."""
+    `_on_set_parameters`, `_publish_diagnostics` and `_destroy_entities`, the configure, activate
+    and deactivate transitions, and KERNELS: the preload.py loader of their loop's kernels."""
+
+    KERNELS = None
 
     def __init__(self, node_name, parameters, parameter_prefix, **kwargs):
         super().__init__(node_name, **kwargs)
@@ -33,6 +36,12 @@ class LoopNode(LifecycleNode):
         # a steady clock: diagnostics go on with use_sim_time and no /clock (a paused simulation)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics,
                                                     clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def preload_kernels(self):
+        """Start loading the loop's compiled kernels (for a tree or, with mapping.name set, a closed
+        chain) on a thread of their own, ahead of configure."""
+        closed_chain = bool(self.get_parameter("mapping.name").value)
+        return preload.in_background(lambda: self.KERNELS(closed_chain), self.get_logger().info)
 
     def on_cleanup(self, state):
         self._destroy_entities()
@@ -88,7 +97,8 @@ class StopFlag:
 
 def spin(node_class, args=None):
     """`ros2 run dyn_control <node>` (and each process of `dyn-control bringup`): spin one node,
-    configured and activated at once when its `autostart` parameter is true.
+    configured and activated at once when its `autostart` parameter is true. The loop's kernels
+    start loading at once (preload.py), while the node is being discovered.
 
     SIGINT and SIGTERM (Ctrl-C, ros2 launch stopping it) end the process cleanly: an active node
     is deactivated first (the controller publishes its safe command while the ROS context still
@@ -100,6 +110,7 @@ def spin(node_class, args=None):
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, stop.raise_)
     node = node_class()
+    node.preload_kernels()
     executor = MultiThreadedExecutor()
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)

@@ -17,6 +17,7 @@ Where this is not available (no librcl in the process, an rclpy without `.pointe
 disabled), `available()` is False and the callers keep rclpy's raw take and publish.
 """
 import ctypes
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -122,9 +123,15 @@ class _Rcl:
     unavailable)."""
     take = publish = reset_error = None
     allocate = reallocate = deallocate = None
+    _lock = threading.Lock()     # a preload thread and configure may both come here first
 
     @classmethod
     def load(cls):
+        with cls._lock:
+            return cls._load()
+
+    @classmethod
+    def _load(cls):
         if cls.take is None and not config.DISABLE_JIT:
             library = _librcl()
             if library is not None:
@@ -138,6 +145,11 @@ class _Rcl:
                 cls.deallocate = cfunc(types.void(pointers, pointers), cache=True)(_keep).address
                 _compile()
         return cls.take is not None
+
+
+def preload():
+    """Find librcl and compile (or load) the calls now, once per process."""
+    _Rcl.load()
 
 
 def available(entity):

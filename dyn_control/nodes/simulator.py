@@ -34,7 +34,7 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from . import params, qos
+from . import params, preload, qos
 from .closed_chain import PARAMETER_PREFIX, active_theta, node_mapping
 from ..dynamics import gravity
 from ..simulation.closed_chain import ClosedChainSimulator
@@ -117,6 +117,8 @@ def make_simulator(backend, model, urdf, dt, q0):
 
 class SimulatorNode(LoopNode):
     """The dyn_simulator lifecycle node (see the module docstring)."""
+
+    KERNELS = staticmethod(preload.simulator_kernels)
 
     def __init__(self, node_name="dyn_simulator", **kwargs):
         super().__init__(node_name, PARAMETERS, PARAMETER_PREFIX, **kwargs)

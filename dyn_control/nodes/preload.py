@@ -1,0 +1,94 @@
+"""The loops' compiled kernels, loaded (or compiled) ahead of the configure transition.
+
+Numba compiles per argument type, never per robot, so running a loop's compiled calls once on the
+bundled arm leaves in the process (and in the Numba cache) exactly what a configure on any tree
+robot then calls with its own buffers: that configure finds them loaded. A node process starts this
+at once, on a thread of its own (`in_background`), so that the work (about 0.4 s CPU with a warm
+cache: Numba's first use and the cache loads; about a minute with an empty one) runs while the
+process is still being discovered and its configure request is on its way, not after it. A
+configure that comes earlier waits on Numba's compiler lock for what is still loading.
+
+`dyn-control compile` runs every loader here in the foreground, closed chains included.
+"""
+import threading
+import time
+
+import numpy as np
+
+
+def controller_kernels(closed_chain=False):
+    """The controller's loop: the tick kernel with every branch (a tree's, or the five-bar's for a
+    closed chain), the joint-state parser, the rcl calls of its taking and publishing."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from ..control.closed_chain_tick import ClosedChainTick
+    from ..control.tick import ControllerTick
+    from ..mappings import load_mapping
+    from ..robots import bundled_urdf
+    from ..urdf import load_urdf
+    from . import rcl_io
+    from .inputs import JointStateReader
+    model = load_urdf(bundled_urdf("five_bar" if closed_chain else "arm7"))
+    nv = model.nv
+    sample = JointState(name=list(model.joint_names), position=[0.0] * nv, velocity=[0.0] * nv, effort=[0.0] * nv)
+    JointStateReader(model.joint_names, np.zeros(nv), np.zeros(nv), np.zeros(nv)).read(serialize_message(sample), 1)
+    if closed_chain:
+        mapping = load_mapping("five_bar", model)
+        ClosedChainTick(model, mapping, mapping.active_indices, "end_effector", 2).warm_up()
+    else:
+        ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
+    rcl_io.preload()
+
+
+def simulator_kernels(closed_chain=False):
+    """The simulator's step with and without an external wrench (the builtin one on a tree, the
+    five-bar's for a closed chain), the command parser, the rcl calls."""
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray
+
+    from ..mappings import load_mapping
+    from ..robots import bundled_urdf
+    from ..simulation.builtin import BuiltinSimulator
+    from ..simulation.closed_chain import ClosedChainSimulator
+    from ..urdf import load_urdf
+    from . import rcl_io
+    from .wire import parse_float64_array
+    if closed_chain:
+        model = load_urdf(bundled_urdf("five_bar"))
+        mapping = load_mapping("five_bar", model)
+        simulator = ClosedChainSimulator(mapping, model, 1e-3,
+                                         mapping.reference_configuration[mapping.active_indices])
+        simulator.step(np.zeros(model.nv), np.zeros(6), "end_effector")
+    else:
+        model = load_urdf(bundled_urdf("arm7"))
+        simulator = BuiltinSimulator(model, 1e-3)
+        simulator.step(np.zeros(model.nv))
+        simulator.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
+    parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8), np.zeros(1))
+    rcl_io.preload()
+
+
+def all_kernels():
+    """Every loader above: what `dyn-control compile` puts in the Numba cache."""
+    for closed_chain in (False, True):
+        controller_kernels(closed_chain)
+        simulator_kernels(closed_chain)
+
+
+def in_background(loader, log=None):
+    """Run `loader` on a daemon thread; a failure is only reported through `log` (configure then
+    compiles, and reports, what it needs itself)."""
+    def run():
+        start = time.perf_counter()
+        try:
+            loader()
+        except Exception as error:  # noqa: BLE001 - a preload is an optimisation, never a failure
+            if log is not None:
+                log(f"preloading the loop kernels failed ({error}); configure will compile them")
+            return
+        if log is not None:
+            log(f"loop kernels preloaded in {time.perf_counter() - start:.2f} s")
+    thread = threading.Thread(target=run, name="preload kernels", daemon=True)
+    thread.start()
+    return thread
