@@ -44,7 +44,7 @@ from ..kernels.closed_chain_packed import (A_BIAS, ACTIVE, BASE_ACCEL, CHAIN_DIM
 from ..kernels.coriolis import coriolis_matrix
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
 from ..kernels.loop_closure import CLOSED, completion_jacobian_rate
-from ..kernels.packed import Packed, copy_model, field1, field2, field3, field_indices
+from ..kernels.packed import Packed, field1, field2, field3, field_indices
 from ..kernels.reduced_dynamics import project, reduced_inverse_dynamics, reduced_regressor
 from ..kernels.rnea import rnea
 from ..kernels.crba import crba
@@ -52,8 +52,7 @@ from ..model import PARAMETER_NAMES
 from .tick import (NS, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ERROR_COUNT, S_ERROR_SQ, S_ESTIMATE,
                    S_ESTIMATOR_RESETS, S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT,
                    S_NON_FINITE, S_OMEGA, S_POINT, S_RESET, S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT,
-                   S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, cholesky_solve)
-from .trajectory import Trajectory
+                   S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, TickBuffers, cholesky_solve)
 
 S_CLOSURE_FAILURES = NS          # ticks whose loop closure failed (zero torque commanded)
 NS_CHAIN = NS + 1
@@ -98,7 +97,7 @@ _I = field_indices(int_fields(1, 1, 1, 1))
 CONTROLLED, TICK_DIMS = _I["controlled"], _I["tick_dims"]
 
 
-class ClosedChainTick:
+class ClosedChainTick(TickBuffers):
     """Everything one tick of a closed chain's controller computes with, and the call that computes
     it; the interface of tick.ControllerTick. model: the equivalent tree; mapping: its
     ClosedChainMapping (loop_frames() must not be None); controlled: the active joints' tree indices,
@@ -116,6 +115,7 @@ class ClosedChainTick:
         self.nb, self.nv, self.window = nb, model.nv, int(window)
         self.f = Packed(float_fields(nb, na, nc, self.window, controlled.size))
         self.i = Packed(int_fields(nb, na, nc, controlled.size), dtype=np.int64)
+        self.kernel = closed_chain_tick
         f, i = self.f, self.i
         fill_chain(f, i, model, loop)
         i.controlled[:] = controlled
@@ -131,10 +131,6 @@ class ClosedChainTick:
         self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
 
     @property
-    def s(self):
-        return self.f.s
-
-    @property
     def q(self):
         """The tree configuration: written by the caller (the measurement), completed by the tick."""
         return self.f.q
@@ -142,11 +138,6 @@ class ClosedChainTick:
     @property
     def v(self):
         return self.f.v
-
-    def set_model(self, model):
-        """Use `model` (the same tree, e.g. adapted inertial parameters) from the next tick on."""
-        copy_model(model, self.f)
-        self.model = model
 
     def shift_momentum(self, old_model):
         """After set_model: shift the observer's p0 by the change of G^T M(q) v at the current sample."""
@@ -156,44 +147,9 @@ class ClosedChainTick:
         shift -= crba_api(old_model, old_model.create_data(), f.q) @ f.v
         f.p0 += f.G.T @ shift
 
-    def tick(self):
-        closed_chain_tick(self.f.flat, self.f.offsets, self.i.flat, self.i.offsets)
-
     def warm_up(self):
-        """Run the kernel once with every branch on, on these buffers, and the trajectory sampler, so
-        Numba compiles them (or loads them from its cache) now; then reset()."""
-        s, f = self.f.s, self.f
-        f.v[:] = 0.0
-        for flag in (S_ESTIMATE, S_RESET, S_GRADIENTS, S_WANT_WRENCH, S_WANT_GRADIENT):
-            s[flag] = 1.0
-        s[S_DT] = 1e-3
-        self.tick()
-        s[S_RESET], s[S_NEW_SAMPLE] = 0.0, 1.0
-        self.tick()
-        s[S_SAFE] = 1.0
-        self.tick()
-        for flag in (S_ESTIMATE, S_GRADIENTS, S_SAFE):
-            s[flag] = 0.0
-        Trajectory.through(0.0, (f.q, f.v, f.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
-            0.5, f.q_d, f.v_d, f.a_d)
-        s[S_CLOSURE_FAILURES] = 0.0
-        self.reset()
-
-    def reset(self):
-        """No sample seen: estimators, window, per-tick flags and the tracking-error sums cleared."""
-        f, s = self.f, self.f.s
-        for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_ERROR_SQ,
-                  S_ERROR_COUNT, S_WRENCH_OK):
-            s[k] = 0.0
-        for array in (f.p0, f.integral, f.tau_ext, f.acceleration, f.tau):
-            array[:] = 0.0
-        self.clear_window()
-
-    def clear_window(self):
-        self.f.s[S_COUNT] = 0.0
-        self.f.s[S_NEXT] = 0.0
-        self.f.sum_YY[:] = 0.0
-        self.f.sum_Yt[:] = 0.0
+        super().warm_up()
+        self.f.s[S_CLOSURE_FAILURES] = 0.0
 
 
 @njit(cache=True, nogil=True)

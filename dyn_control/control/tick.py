@@ -94,11 +94,72 @@ _I = field_indices(int_fields(1, 1))
 PARENTS, SUBTREE_END, PATH, CONTROLLED, DIMS = range(len(_I))
 
 
-class ControllerTick:
+class TickBuffers:
+    """What ControllerTick and closed_chain_tick.ClosedChainTick share around their compiled call:
+    the packed float and int fields `f` and `i` and `kernel`, the compiled tick called with them
+    (all set by the subclass), the flags `s`, and the warm-up, reset and window clearing.
+    WINDOW_SUMS: the running sums of the gradient window."""
+
+    WINDOW_SUMS = ("sum_YY", "sum_Yt")
+
+    @property
+    def s(self):
+        return self.f.s
+
+    def set_model(self, model):
+        """Use `model` (the same robot, e.g. adapted inertial parameters) from the next tick on."""
+        copy_model(model, self.f)
+        self.model = model
+
+    def tick(self):
+        self.kernel(self.f.flat, self.f.offsets, self.i.flat, self.i.offsets)
+
+    def warm_up(self):
+        """Run the kernel with every branch on (estimators, gradients, the wrench, safe mode), on
+        these buffers, and the trajectory sampler, so Numba compiles them (or loads them from its
+        cache) now; then reset(). (A closed chain's kernel has no twist gradient: it ignores those
+        flags.)"""
+        s, f = self.f.s, self.f
+        f.v[:] = 0.0
+        for flag in (S_ESTIMATE, S_RESET, S_GRADIENTS, S_TWIST, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST):
+            s[flag] = 1.0
+        s[S_DT] = 1e-3
+        self.tick()
+        s[S_RESET], s[S_NEW_SAMPLE] = 0.0, 1.0
+        self.tick()
+        s[S_SAFE] = 1.0
+        self.tick()
+        for flag in (S_ESTIMATE, S_GRADIENTS, S_TWIST, S_SAFE):
+            s[flag] = 0.0
+        Trajectory.through(0.0, (f.q, f.v, f.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
+            0.5, f.q_d, f.v_d, f.a_d)     # the trajectory sampler the loop calls
+        self.reset()
+
+    def reset(self):
+        """No sample seen: estimators, window, per-tick flags and the tracking-error sums cleared
+        (the counters of replaced commands and estimator resets stay)."""
+        f, s = self.f, self.f.s
+        for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST,
+                  S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
+            s[k] = 0.0
+        for array in (f.p0, f.integral, f.tau_ext, f.acceleration, f.tau):
+            array[:] = 0.0
+        self.clear_window()
+
+    def clear_window(self):
+        self.f.s[S_COUNT] = 0.0
+        self.f.s[S_NEXT] = 0.0
+        for name in self.WINDOW_SUMS:
+            getattr(self.f, name)[:] = 0.0
+
+
+class ControllerTick(TickBuffers):
     """Everything one tick of the controller computes with, and the call that computes it.
 
     model: a tree Model (no mimic coupling); controlled: indices of the controlled coordinates (the
     order of `command`); frame: the estimator's frame; window: samples in the gradient window."""
+
+    WINDOW_SUMS = ("sum_YY", "sum_Yt", "twist_sum")
 
     def __init__(self, model, controlled, frame, window):
         if model.coupling is not None:
@@ -108,6 +169,7 @@ class ControllerTick:
         self.nb, self.nv, self.window = nb, nv, int(window)
         self.f = Packed(float_fields(nb, nv, self.window, controlled.size))
         self.i = Packed(int_fields(nb, controlled.size), dtype=np.int64)
+        self.kernel = controller_tick
         f, i = self.f, self.i
         i.parents[:] = model.parents
         i.subtree_end[:] = subtree_ends(model.parents)
@@ -123,15 +185,6 @@ class ControllerTick:
         self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
         self.twist_labels = [f"{joint}/{c}" for joint in model.joint_names for c in TWIST_COMPONENTS]
 
-    @property
-    def s(self):
-        return self.f.s
-
-    def set_model(self, model):
-        """Use `model` (the same robot, e.g. adapted inertial parameters) from the next tick on."""
-        copy_model(model, self.f)
-        self.model = model
-
     def shift_momentum(self, old_model):
         """After set_model: shift the observer's p0 by the change of M(q) v at the current sample,
         so the estimate goes on without a jump (call once, with the model used before)."""
@@ -139,44 +192,6 @@ class ControllerTick:
         q, v = self.f.q, self.f.v
         self.f.p0 += crba_api(self.model, self.model.create_data(), q) @ v
         self.f.p0 -= crba_api(old_model, old_model.create_data(), q) @ v
-
-    def tick(self):
-        controller_tick(self.f.flat, self.f.offsets, self.i.flat, self.i.offsets)
-
-    def warm_up(self):
-        """Run the kernel once with every branch on, on these buffers, and the trajectory sampler,
-        so Numba compiles them (or loads them from its cache) now; then reset()."""
-        s = self.f.s
-        for flag in (S_ESTIMATE, S_RESET, S_GRADIENTS, S_TWIST, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST):
-            s[flag] = 1.0
-        s[S_DT] = 1e-3
-        self.tick()
-        s[S_RESET], s[S_NEW_SAMPLE] = 0.0, 1.0
-        self.tick()
-        for flag in (S_ESTIMATE, S_GRADIENTS, S_TWIST):
-            s[flag] = 0.0
-        f = self.f
-        Trajectory.through(0.0, (f.q, f.v, f.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
-            0.5, f.q_d, f.v_d, f.a_d)     # the trajectory sampler the loop calls
-        self.reset()
-
-    def reset(self):
-        """No sample seen: estimators, windows, per-tick flags and the tracking-error sums cleared
-        (the counters of replaced commands and estimator resets stay)."""
-        f, s = self.f, self.f.s
-        for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST,
-                  S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
-            s[k] = 0.0
-        for array in (f.p0, f.integral, f.tau_ext, f.acceleration, f.tau):
-            array[:] = 0.0
-        self.clear_window()
-
-    def clear_window(self):
-        self.f.s[S_COUNT] = 0.0
-        self.f.s[S_NEXT] = 0.0
-        self.f.sum_YY[:] = 0.0
-        self.f.sum_Yt[:] = 0.0
-        self.f.twist_sum[:] = 0.0
 
     def window_samples(self):
         """The gradient window's samples (count, 4, nv): q, v, a, tau, oldest first (a copy)."""
