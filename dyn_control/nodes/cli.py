@@ -168,7 +168,7 @@ def bringup(config, duration=None, monitor=None):
 
 @contextlib.contextmanager
 def _announcing_often():
-    """Within: a participant created here announces itself every ANNOUNCEMENT_PERIOD (through a
+    """Within: a participant created here announces itself every ANNOUNCEMENT_PERIOD_NS (through a
     Fast DDS default profile, unless the user names one). A node process started after this
     process's first announcements finds it only at the next one, and only then its lifecycle
     services (measured: 2.5-3.5 s after the node was up with Fast DDS's 3 s period; 0.1-0.3 s with
