@@ -110,34 +110,6 @@ def bare_timer(duration):
     rclpy.shutdown()
 
 
-def first_command(config):
-    """Child process: bring up `config` and print the wall-clock time of the first command seen
-    (a plain callback subscription on the bringup's own node: the probe adds no imports)."""
-    from std_msgs.msg import Float64MultiArray
-
-    from dyn_control.nodes.cli import bringup
-
-    class FirstCommand:
-        when = None
-
-        def start(self, node):
-            node.create_subscription(Float64MultiArray, COMMANDS, self.seen, 10)
-
-        def seen(self, _):
-            if self.when is None:
-                self.when = time.time()
-
-        def status(self, phase, elapsed):
-            pass
-
-        def stop(self):
-            pass
-
-    probe = FirstCommand()
-    bringup(config, 1.0, probe)
-    print(json.dumps({"first_command": probe.when}))
-
-
 def child(mode, *args, env=None):
     """A `python bench_loop.py mode args` process that has printed "ready"."""
     process = subprocess.Popen([sys.executable, os.path.abspath(__file__), mode, *map(str, args)],
@@ -152,7 +124,7 @@ def report(process):
 
 def time_to_first_command(config, env=None):
     spawned = time.time()
-    result = subprocess.run([sys.executable, os.path.abspath(__file__), "first-command", config],
+    result = subprocess.run([sys.executable, os.path.join(HERE, "first_command.py"), config],
                             capture_output=True, text=True, env=env, timeout=900)
     return json.loads(result.stdout.strip().splitlines()[-1])["first_command"] - spawned
 
@@ -211,8 +183,6 @@ if __name__ == "__main__":
     modes = {"bare-timer": bare_timer, "listener": listener, "callback-subscriber": callback_subscriber}
     if len(sys.argv) > 1 and sys.argv[1] in modes:
         modes[sys.argv[1]](float(sys.argv[2]))
-    elif len(sys.argv) > 1 and sys.argv[1] == "first-command":
-        first_command(sys.argv[2])
     else:
         for row in run():
             print(row.format())

@@ -45,6 +45,7 @@ STATUS_PERIOD = 0.25     # [s] between status-line updates
 CONFIGURE_TIMEOUT = 600.0    # [s] a first configure compiles the Numba kernels
 TRANSITION_TIMEOUT = 10.0    # [s] for the other transitions
 ASK_STATE_AFTER = 3.0        # [s] without an answer: ask the node's state (a reply may have been lost)
+POLL_PERIOD = 0.005          # [s] between looks at the pending requests
 # lifecycle_msgs/State ids a transition goes from and to
 TRANSITION_STATES = {"configure": (1, 2), "activate": (2, 3), "deactivate": (3, 2)}
 PR_SET_PDEATHSIG = 1
@@ -266,7 +267,7 @@ def transition(nodes, transition, everyone, stop=None):
                     elif state == start_state:
                         pending[child] = child.client.call_async(request)
                     asked[child] = (time.monotonic(), None)
-        time.sleep(0.02)
+        time.sleep(POLL_PERIOD)
     if pending and (stop is None or not stop.is_set()):
         print(f"bringup: no answer to {transition} from {', '.join(c.name for c in pending)}", file=sys.stderr)
     return not pending
