@@ -35,6 +35,7 @@ from .derivatives import rnea_derivatives
 from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, check_model_data, compiled_call, crba,
                        nonlinear_effects, non_finite_error, strict)
 from .kernels import constrained_dynamics as _cd
+from .kernels import constrained_dynamics_derivatives as _cdd
 from .kernels import contact as _ct
 from .spatial import log_se3
 
@@ -43,6 +44,8 @@ _KINDS = {"point": 3, "frame": 6}
 # typing of 22 arguments would cost more than the kernel); compiled_call compiles them first
 _fast_constrained_dynamics = strict(_cd.constrained_dynamics)
 _fast_impulse_dynamics = strict(_cd.impulse_dynamics)
+_fast_constrained_dynamics_derivatives = strict(_cdd.constrained_dynamics_derivatives)
+_fast_impulse_dynamics_derivatives = strict(_cdd.impulse_dynamics_derivatives)
 _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
 
@@ -451,8 +454,9 @@ def _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs):
 
 
 class _Workspace:
-    """Buffers of the compiled constrained and impulse dynamics for one contact set, allocated once
-    per (data, contact rows) and cached on the Data object (dict data._contact_workspaces)."""
+    """Buffers of the compiled constrained and impulse dynamics (and their derivatives) for one
+    contact set, allocated once per (data, contact rows) and cached on the Data object (dict
+    data._contact_workspaces)."""
 
     def __init__(self, model, key):
         nv = model.nv
@@ -461,6 +465,15 @@ class _Workspace:
         self.buf = np.zeros(_cd.workspace_size(nv, m))  # J, gamma, factors of M and G, scratch
         self.x = np.zeros(nv)               # a or v_plus
         self.lam = np.zeros(m)              # forces or impulses
+        self._derivative_buf = None         # ID derivatives, the sides' motion derivatives, scratch
+
+    @property
+    def derivative_buf(self):
+        """The derivative kernels' buffer, allocated on the first derivative call (O(nv^2))."""
+        if self._derivative_buf is None:
+            nv, m = self.x.shape[0], self.lam.shape[0]
+            self._derivative_buf = np.zeros(_cdd.derivative_workspace_size(nv, m))
+        return self._derivative_buf
 
 
 def _workspace(model, data, resolved):
@@ -533,6 +546,23 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     for c, _, _ in resolved:
         if c.baumgarte:
             raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        nv, m = model.nv, ws.lam.shape[0]
+        da, dlam = np.empty((nv, 3 * nv)), np.empty((m, 3 * nv))  # the results: views of them
+        args = (model._buf, data._buf, q, v, tau, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, da, dlam)
+        try:
+            status = _fast_constrained_dynamics_derivatives(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cdd.constrained_dynamics_derivatives, *args)
+        if status == _cd.OK:
+            return (da[:, :nv], da[:, nv:2 * nv], da[:, 2 * nv:], dlam[:, :nv], dlam[:, nv:2 * nv],
+                    dlam[:, 2 * nv:])
+    return _constrained_dynamics_derivatives_numpy(model, data, q, v, tau, contacts, resolved)
+
+
+def _constrained_dynamics_derivatives_numpy(model, data, q, v, tau, contacts, resolved):
+    """constrained_dynamics_derivatives in NumPy: singular M or redundant rows, and the errors."""
     a, lam = constrained_dynamics(model, data, q, v, tau, contacts)
     inputs = dict(q=q, v=v, tau=tau)
     rows = _rows(model, data, q, v, a, resolved, inputs)
@@ -594,6 +624,23 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        nv, m = model.nv, ws.lam.shape[0]
+        dv, dimp = np.empty((nv, 2 * nv)), np.empty((m, 2 * nv))  # the results: views of them
+        args = (model._buf, data._buf, q, v_minus, e, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, dv,
+                dimp)
+        try:
+            status = _fast_impulse_dynamics_derivatives(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cdd.impulse_dynamics_derivatives, *args)
+        if status == _cd.OK:
+            return dv[:, :nv], dv[:, nv:], dimp[:, :nv], dimp[:, nv:]
+    return _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, resolved)
+
+
+def _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, resolved):
+    """impulse_dynamics_derivatives in NumPy: singular M or redundant rows, and the errors."""
     v_plus, impulses = impulse_dynamics(model, data, q, v_minus, contacts, e)
     nv = model.nv
     zero = np.zeros(nv)
