@@ -549,15 +549,15 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     ws = _workspace(model, data, resolved)
     if ws is not None:
         nv, m = model.nv, ws.lam.shape[0]
-        da, dlam = np.empty((nv, 3 * nv)), np.empty((m, 3 * nv))  # the results: views of them
-        args = (model._buf, data._buf, q, v, tau, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, da, dlam)
+        out = (np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv)), np.empty((m, nv)), np.empty((m, nv)),
+               np.empty((m, nv)))
+        args = (model._buf, data._buf, q, v, tau, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
         try:
             status = _fast_constrained_dynamics_derivatives(*args)
         except _FAST_REFUSED:
             status = compiled_call(_cdd.constrained_dynamics_derivatives, *args)
         if status == _cd.OK:
-            return (da[:, :nv], da[:, nv:2 * nv], da[:, 2 * nv:], dlam[:, :nv], dlam[:, nv:2 * nv],
-                    dlam[:, 2 * nv:])
+            return out
     return _constrained_dynamics_derivatives_numpy(model, data, q, v, tau, contacts, resolved)
 
 
@@ -627,15 +627,14 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
     ws = _workspace(model, data, resolved)
     if ws is not None:
         nv, m = model.nv, ws.lam.shape[0]
-        dv, dimp = np.empty((nv, 2 * nv)), np.empty((m, 2 * nv))  # the results: views of them
-        args = (model._buf, data._buf, q, v_minus, e, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, dv,
-                dimp)
+        out = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((m, nv)), np.empty((m, nv))
+        args = (model._buf, data._buf, q, v_minus, e, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
         try:
             status = _fast_impulse_dynamics_derivatives(*args)
         except _FAST_REFUSED:
             status = compiled_call(_cdd.impulse_dynamics_derivatives, *args)
         if status == _cd.OK:
-            return dv[:, :nv], dv[:, nv:], dimp[:, :nv], dimp[:, nv:]
+            return out
     return _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, resolved)
 
 

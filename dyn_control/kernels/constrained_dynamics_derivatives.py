@@ -25,6 +25,7 @@ The contacts' terms come from kernels/contact.py: the sides' world Jacobians and
 (add_force_torque_derivatives). An entry kernel returns the forward kernel's verdict when it is not
 OK (SINGULAR: the NumPy path decides), FAILED when a result is not finite.
 """
+import numpy as np
 from numba import njit
 
 from ..spatial import cross_force, cross_motion
@@ -33,7 +34,7 @@ from .constrained_dynamics import (FAILED, OK, _all_finite, _views, cross3, poin
                                    row_of_motion, side_pose, solve_constrained, solve_impulse,
                                    tree_solve_columns)
 from .contact import add_force_torque_derivatives, motion_derivatives
-from .rnea_derivatives import rnea_derivatives
+from .rnea_derivatives import derivative_matrices, world_forces
 
 
 # ----------------------------------------------------------------------------------------------
@@ -42,7 +43,7 @@ from .rnea_derivatives import rnea_derivatives
 
 @njit(cache=True)
 def derivative_workspace_size(nv, m):
-    return 3 * nv * nv + nv * nv + 2 * 4 * 6 * nv + 6 * nv + 2 * nv + 48 + 24 * 6
+    return 3 * nv * nv + nv * nv + 2 * 4 * 6 * nv + 6 * nv + 3 * nv + 48 + 24 * 6
 
 
 @njit(cache=True, inline="always")
@@ -59,10 +60,12 @@ def _derivative_views(dws, nv):
     o += 6 * nv
     vecs = dws[o:o + 2 * nv].reshape((2, nv))            # dv, w (impulse)
     o += 2 * nv
+    cols = dws[o:o + nv].view(np.int64)                  # the columns a contact's rows depend on
+    o += nv
     poses = dws[o:o + 48].reshape((2, 4, 6))             # R rows 0-2 in [:, 0:3, 0:3], p in row 3
     o += 48
     t = dws[o:o + 24 * 6].reshape((24, 6))               # scratch 6-vectors (rows 16-23: see below)
-    return tri, W, sd, dF, vecs, poses, t
+    return tri, W, sd, dF, vecs, cols, poses, t
 
 
 # ----------------------------------------------------------------------------------------------
@@ -86,11 +89,10 @@ def _column(D, k, out):
 
 
 @njit(cache=True)
-def point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, out_q, out_v, t):
+def point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, cols, ncols, out_q, out_v, t):
     """Rows of a "point" contact: out_q = -d alpha/dq, out_v = -d alpha/dv with alpha the relative
     classical acceleration of the two points (or, impulse: out_q = -d u/dq, u their relative
     velocity, out_v untouched), in frame 1's axes when local. t: (16, 6) scratch."""
-    nv = out_q.shape[1]
     pd = t[0:2, 0:3]    # point velocities V_v + w x p of the sides
     rel = t[2, 0:3]     # acc1 - acc2 (or pd1 - pd2 for impulses), world
     S = t[3]            # the side's Jacobian column k
@@ -113,7 +115,8 @@ def point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, ou
         point_acceleration(V, A, p, acc[s], t[13:15])
     for r in range(3):
         rel[r] = (pd[0, r] - pd[1, r]) if impulse else (acc[0, r] - acc[1, r])
-    for k in range(nv):
+    for kk in range(ncols):
+        k = cols[kk]
         for r in range(3):
             dq[r] = 0.0
             dv[r] = 0.0
@@ -171,11 +174,10 @@ def point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, ou
 
 
 @njit(cache=True)
-def frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, out_q, out_v, t):
+def frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, cols, ncols, out_q, out_v, t):
     """Rows of a "frame" contact in "local_world_aligned": alpha = the relative acceleration taken
     at p1, [dA_w; dA_v + dA_w x p1]; its q-derivative adds (A1 - A2)_w x jp1 (p1 moves). Impulse:
     the same for the relative twist. out_q = -d/dq, out_v = -d/dv (not for impulses)."""
-    nv = out_q.shape[1]
     S1 = t[0]
     X = t[1]      # dA/dq (or dV/dq) of side 1 less side 2's
     Xv = t[2]     # dA/dv of side 1 less side 2's
@@ -185,7 +187,8 @@ def frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, out_q, out_v, t):
     for r in range(3):
         rel[r] = (V1[r] - V2[r]) if impulse else (A1[r] - A2[r])
     which = 1 if impulse else 2
-    for k in range(nv):
+    for kk in range(ncols):
+        k = cols[kk]
         _column(sd[0, 0], k, S1)
         for r in range(6):
             X[r] = sd[0, which, r, k] - sd[1, which, r, k]
@@ -209,14 +212,13 @@ def frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, out_q, out_v, t):
 
 
 @njit(cache=True)
-def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, out_q, out_v, t):
+def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, cols, ncols, out_q, out_v, t):
     """Rows of a "frame" contact in "local": with L = Ad_{c1}^-1 (world motion into frame 1, which
     moves with body 1: d L X / dq_k = L (dX/dq_k + X x S1_k)),
         alpha = L(A1 - A2) + u x w2,   u = L(V1 - V2),   w2 = L(V2),
         d alpha/dq = L(dA1 - dA2 + (A1 - A2) x S1) - w2 x du/dq + u x dw2/dq,
         d alpha/dv = L(dA1/dv - dA2/dv) - w2 x L(S1 - S2) + u x L(S2);
     impulse: du/dq = L(dV1 - dV2 + (V1 - V2) x S1). out_q = -d/dq, out_v = -d/dv (not for impulses)."""
-    nv = out_q.shape[1]
     tl = t[14:16]  # row_of_motion's scratch
     dV12 = t[0]
     u = t[1]
@@ -234,7 +236,8 @@ def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, out_q, out_v, t
         dA12[r] = A1[r] - A2[r]
     row_of_motion(dV12, 6, True, R1, p1, p1, u, tl)
     row_of_motion(V2, 6, True, R1, p1, p1, w2, tl)
-    for k in range(nv):
+    for kk in range(ncols):
+        k = cols[kk]
         _column(sd[0, 0], k, S1)
         _column(sd[1, 0], k, S2)
         # du/dq_k = L(dV1 - dV2 + (V1 - V2) x S1)
@@ -279,11 +282,10 @@ def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, out_q, out_v, t
 
 
 @njit(cache=True)
-def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, lam, dF, t, W):
+def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, cols, ncols, lam, dF, t, W):
     """W += d(J^T lam)/dq at fixed lam (in the contact's reference axes) for one contact: the world
     wrenches F (at the root origin) lam puts on body 1 and, opposite, on body 2, and their
     derivatives dF/dq (they move with p1, p2 and, when local, with frame 1's axes). t: (16, 6)."""
-    nv = W.shape[0]
     F = t[0]
     S = t[1]
     x = t[2]
@@ -302,7 +304,8 @@ def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, lam, 
             cross3(p, f, F[0:3])
             for r in range(3):
                 F[3 + r] = f[r]
-            for k in range(nv):
+            for kk in range(ncols):
+                k = cols[kk]
                 df = x[3:6]
                 for r in range(3):
                     df[r] = 0.0
@@ -316,7 +319,6 @@ def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, lam, 
                     jp[r] = S[3 + r]
                 cross3_add(S[0:3], p, 1.0, jp)
                 for r in range(3):
-                    dF[r, k] = 0.0
                     dF[3 + r, k] = df[r]
                 cross3(jp, f, S[0:3])
                 cross3(p, df, S[3:6])
@@ -330,7 +332,8 @@ def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, lam, 
             F[r] = R1[r, 0] * lam[0] + R1[r, 1] * lam[1] + R1[r, 2] * lam[2]
             F[3 + r] = R1[r, 0] * lam[3] + R1[r, 1] * lam[4] + R1[r, 2] * lam[5]
         cross3_add(p1, F[3:6], 1.0, F[0:3])
-        for k in range(nv):
+        for kk in range(ncols):
+            k = cols[kk]
             _column(sd[0, 0], k, S)
             cross_force(S, F, x)
             for r in range(6):
@@ -340,7 +343,8 @@ def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, lam, 
         for r in range(6):
             F[r] = lam[r]
         cross3_add(p1, lam[3:6], 1.0, F[0:3])
-        for k in range(nv):
+        for kk in range(ncols):
+            k = cols[kk]
             _column(sd[0, 0], k, S)
             jp = x[0:3]
             for r in range(3):
@@ -357,16 +361,41 @@ def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, lam, 
 
 
 @njit(cache=True)
+def support_columns(parents, b1, b2, cols):
+    """cols[:n] = the joints supporting body b1 or b2 (-1: none), each once; returns n. A contact's
+    rows and their derivatives are zero in every other column."""
+    n = 0
+    k = b1
+    while k >= 0:
+        cols[n] = k
+        n += 1
+        k = parents[k]
+    n1 = n
+    k = b2
+    while k >= 0:
+        for i in range(n1):
+            if cols[i] == k:
+                return n  # a common support: the rest of b2's path is b1's
+        cols[n] = k
+        n += 1
+        k = parents[k]
+    return n
+
+
+@njit(cache=True)
 def contact_derivatives(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, lam, impulse,
-                        out_q, out_v, W, sd, dF, poses, t):
+                        out_q, out_v, W, sd, dF, cols, poses, t):
     """For every contact of spec (kernels/constrained_dynamics.py's module doc), with the world
     motion oS, oV, oA of the state to differentiate at: its rows of out_q = -d alpha/dq and out_v =
     -d alpha/dv (impulse: out_q = -d u/dq, u = J v with oV the twists of v; out_v untouched), and
-    W += d(J^T lam)/dq at fixed lam. sd, dF, poses: scratch; t: (24, 6) scratch."""
+    W += d(J^T lam)/dq at fixed lam. sd, dF, cols, poses: scratch; t: (24, 6) scratch."""
     zero6 = t[16]
     zero6[:] = 0.0
     tmp6 = t[17:21]  # motion_derivatives' scratch
     ts = t[0:16]
+    out_q[:, :] = 0.0
+    if not impulse:
+        out_v[:, :] = 0.0
     row = 0
     for c in range(spec.shape[0]):
         dim = spec[c, 2]
@@ -382,6 +411,7 @@ def contact_derivatives(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, o
                 motion_derivatives(parents, oS, oV, oA, b, sd[s, 0], sd[s, 1], sd[s, 2], sd[s, 3], tmp6)
             else:
                 sd[s, :, :, :] = 0.0
+        ncols = support_columns(parents, b1, b2, cols)
         V1 = zero6 if b1 < 0 else oV[b1]
         A1 = zero6 if b1 < 0 else oA[b1]
         V2 = zero6 if b2 < 0 else oV[b2]
@@ -389,13 +419,14 @@ def contact_derivatives(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, o
         rq = out_q[row:row + dim]
         rv = out_v[row:row + dim]
         if dim == 3:
-            point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, rq, rv, ts)
+            point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, cols, ncols, rq, rv, ts)
         elif local:
-            frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, rq, rv, ts)
+            frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, cols, ncols, rq, rv, ts)
         else:
-            frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, rq, rv, ts)
-        add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, lam[row:row + dim], dF, ts,
-                              W)
+            frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, cols, ncols, rq, rv, ts)
+        dF[:, :] = 0.0
+        add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, cols, ncols, lam[row:row + dim],
+                              dF, ts, W)
         row += dim
 
 
@@ -442,15 +473,31 @@ def kkt_columns(parents, J, L, Y, LG, X, Lam):
                 for c in range(k):
                     Lam[i, c] -= jij * X[j, c]
     cholesky_solve_columns(LG, Lam)
-    for i in range(nv):
-        for j in range(m):
+    add_product(Y, Lam, X)
+
+
+@njit(cache=True)
+def add_product(Y, Lam, X):
+    """X += Y Lam."""
+    for i in range(X.shape[0]):
+        for j in range(Y.shape[1]):
             yij = Y[i, j]
-            for c in range(k):
+            for c in range(X.shape[1]):
                 X[i, c] += yij * Lam[j, c]
 
 
 # ----------------------------------------------------------------------------------------------
 # Entry kernels (packed model and data buffers, kernels/entry.py)
+
+
+@njit(cache=True, inline="always")
+def _square(x, n):
+    return x.shape[0] == n and x.shape[1] == n
+
+
+@njit(cache=True, inline="always")
+def _rows(x, m, n):
+    return x.shape[0] == m and x.shape[1] == n
 
 
 @njit(cache=True, inline="always")
@@ -460,45 +507,54 @@ def _fits(model, data, nb, m, dws):
 
 
 @njit(cache=True, inline="always")
-def _inverse_dynamics_derivatives(model, data, nb, q, v, a, base_accel, tri):
-    """tri = ID's dtau/dq, dtau/dv and M at (q, v, a) with the base acceleration given."""
-    return rnea_derivatives(
-        _e.ints(model, _e.PARENTS, nb), _e.mat(model, _e.SCREW_AXES, nb, 6), _e.cube(model, _e.HOME_R, nb, 3, 3),
-        _e.mat(model, _e.HOME_P, nb, 3), _e.mat(model, _e.PHI, nb, 10), q, v, a, base_accel,
-        _e.mat(data, _e.F_EXT_ZERO, nb, 6), _e.cube(data, _e.R, nb, 3, 3), _e.mat(data, _e.P, nb, 3),
-        _e.cube(data, _e.OR, nb, 3, 3), _e.mat(data, _e.OP, nb, 3), _e.mat(data, _e.OPHI_C, nb, 10),
-        _e.cube(data, _e.DERIV_VECTORS, 9, nb, 6), _e.mat(data, _e.TMP6, 4, 6), tri)
+def _inverse_dynamics_derivatives(model, data, nb, oV, v, a, base_accel, tri):
+    """tri = ID's dtau/dq, dtau/dv and M at (q, v, a) with the base acceleration given, from the
+    forward kernel's world poses and screws (same q; oV the twists of v): kernels/rnea_derivatives.py
+    less its kinematics pass. The accelerations (gravity included) land in DERIV_VECTORS[2]."""
+    parents = _e.ints(model, _e.PARENTS, nb)
+    oS = _e.mat(data, _e.OS, nb, 6)
+    vectors = _e.cube(data, _e.DERIV_VECTORS, 9, nb, 6)
+    ophi_c = _e.mat(data, _e.OPHI_C, nb, 10)
+    tmp6 = _e.mat(data, _e.TMP6, 4, 6)
+    world_forces(parents, _e.mat(model, _e.PHI, nb, 10), _e.cube(data, _e.OR, nb, 3, 3), _e.mat(data, _e.OP, nb, 3),
+                 oS, oV, v, a, base_accel, _e.mat(data, _e.F_EXT_ZERO, nb, 6), vectors[2], ophi_c, vectors[3],
+                 vectors[4], vectors[5], tmp6)
+    derivative_matrices(parents, base_accel, oS, oV, vectors[2], ophi_c, vectors[3], vectors[4], vectors[5],
+                        vectors[6], vectors[7], tmp6, tri[0], tri[1], tri[2])
+    return _all_finite(tri)
 
 
 @njit(cache=True, inline="always")
-def _contact_derivatives(model, data, nb, spec, lam, impulse, out_q, out_v, W, sd, dF, poses, t):
+def _contact_derivatives(model, data, nb, spec, lam, impulse, out_q, out_v, W, sd, dF, cols, poses, t):
     nf = int(model[2])
     W[:, :] = 0.0
     contact_derivatives(_e.ints(model, _e.PARENTS, nb), _e.ints(model, _e.FRAME_BODY, nf),
                         _e.cube(model, _e.FRAME_R, nf, 3, 3), _e.mat(model, _e.FRAME_P, nf, 3),
                         _e.cube(data, _e.OR, nb, 3, 3), _e.mat(data, _e.OP, nb, 3), _e.mat(data, _e.OS, nb, 6),
                         _e.mat(data, _e.OV, nb, 6), _e.mat(data, _e.OA, nb, 6), spec, lam, impulse, out_q, out_v,
-                        W, sd, dF, poses, t)
+                        W, sd, dF, cols, poses, t)
 
 
 @njit(cache=True)
-def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, lam, da, dlam):
-    """a, lam of constrained_dynamics (the forward kernel), then da = [da/dq | da/dv | da/dtau]
-    (nv, 3 nv) and dlam = [dlam/dq | dlam/dv | dlam/dtau] (m, 3 nv). ws, dws: the forward and the
-    derivative workspace buffers (derivative_workspace_size(nv, m))."""
+def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, lam, da_dq, da_dv, da_dtau,
+                                     dlam_dq, dlam_dv, dlam_dtau):
+    """a, lam of constrained_dynamics (the forward kernel), then their derivatives da_dq, da_dv,
+    da_dtau (nv, nv) and dlam_dq, dlam_dv, dlam_dtau (m, nv). ws, dws: the forward and the derivative
+    workspace buffers (derivative_workspace_size(nv, m))."""
     nb = int(model[0])
     m = lam.shape[0]
-    if not (da.shape[0] == nb and da.shape[1] == 3 * nb and dlam.shape[0] == m and dlam.shape[1] == 3 * nb
-            and _fits(model, data, nb, m, dws)):
+    if not (_square(da_dq, nb) and _square(da_dv, nb) and _square(da_dtau, nb) and _rows(dlam_dq, m, nb)
+            and _rows(dlam_dv, m, nb) and _rows(dlam_dtau, m, nb) and _fits(model, data, nb, m, dws)):
         return FAILED
     status = solve_constrained(model, data, q, v, tau, spec, ws, a, lam)
     if status != OK:
         return status
     J, gamma, L, Y, G, LG, sides, _ = _views(ws, nb, m)
-    tri, W, sd, dF, vecs, poses, t = _derivative_views(dws, nb)
+    tri, W, sd, dF, vecs, cols, poses, t = _derivative_views(dws, nb)
+    parents = _e.ints(model, _e.PARENTS, nb)
     base_accel = _e.vec(model, _e.BASE_ACCEL, 6)
-    # ID's derivatives at the solution (eqs. 316, 317)
-    if not _inverse_dynamics_derivatives(model, data, nb, q, v, a, base_accel, tri):
+    # ID's derivatives at the solution (eqs. 316, 317), on the forward pass's kinematics
+    if not _inverse_dynamics_derivatives(model, data, nb, _e.mat(data, _e.OV, nb, 6), v, a, base_accel, tri):
         return FAILED
     # the bodies' accelerations at a (gravity left out) for the rows: ID's, less the base's
     oA = _e.mat(data, _e.OA, nb, 6)
@@ -506,77 +562,81 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
     for i in range(nb):
         for k in range(6):
             oA[i, k] = oA_g[i, k] - base_accel[k]
-    # rhs_c = [-d alpha/dq, -d alpha/dv, 0], W = d(J^T lam)/dq
-    _contact_derivatives(model, data, nb, spec, lam, False, dlam[:, 0:nb], dlam[:, nb:2 * nb], W, sd, dF,
-                         poses, t)
-    # rhs_d = [-(dID/dq - W), -dID/dv, I]
+    # rhs_c: -d alpha/dq, -d alpha/dv; W = d(J^T lam)/dq
+    _contact_derivatives(model, data, nb, spec, lam, False, dlam_dq, dlam_dv, W, sd, dF, cols, poses, t)
+    # rhs_d: -(dID/dq - W), -dID/dv
     dtau_dq = tri[0]
     dtau_dv = tri[1]
     for i in range(nb):
         for k in range(nb):
-            da[i, k] = W[i, k] - dtau_dq[i, k]
-            da[i, nb + k] = -dtau_dv[i, k]
-            da[i, 2 * nb + k] = 0.0
-        da[i, 2 * nb + i] = 1.0
+            da_dq[i, k] = W[i, k] - dtau_dq[i, k]
+            da_dv[i, k] = -dtau_dv[i, k]
+    kkt_columns(parents, J, L, Y, LG, da_dq, dlam_dq)
+    kkt_columns(parents, J, L, Y, LG, da_dv, dlam_dv)
+    # tau (eq. 319): dlam/dtau = -G^-1 J M^-1 = -G^-1 Y^T, da/dtau = M^-1 + Y dlam/dtau
     for i in range(m):
         for k in range(nb):
-            dlam[i, 2 * nb + k] = 0.0
-    kkt_columns(_e.ints(model, _e.PARENTS, nb), J, L, Y, LG, da, dlam)
-    return OK if _all_finite(da) and _all_finite(dlam) else FAILED
+            dlam_dtau[i, k] = -Y[k, i]
+    cholesky_solve_columns(LG, dlam_dtau)
+    for i in range(nb):
+        for k in range(nb):
+            da_dtau[i, k] = 1.0 if i == k else 0.0
+    tree_solve_columns(L, parents, da_dtau)
+    add_product(Y, dlam_dtau, da_dtau)
+    return OK if (_all_finite(da_dq) and _all_finite(da_dv) and _all_finite(da_dtau) and _all_finite(dlam_dq)
+                  and _all_finite(dlam_dv) and _all_finite(dlam_dtau)) else FAILED
 
 
 @njit(cache=True)
-def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws, dws, v_plus, impulses, dv,
-                                 dimp):
-    """v_plus, impulses of impulse_dynamics (the forward kernel), then dv = [dv+/dq | dv+/dv-]
-    (nv, 2 nv) and dimp = [dimpulses/dq | dimpulses/dv-] (m, 2 nv)."""
+def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws, dws, v_plus, impulses,
+                                 dv_dq, dv_dv, dimp_dq, dimp_dv):
+    """v_plus, impulses of impulse_dynamics (the forward kernel), then dv_dq = dv+/dq, dv_dv =
+    dv+/dv- (nv, nv) and dimp_dq, dimp_dv, the impulses' (m, nv)."""
     nb = int(model[0])
     m = impulses.shape[0]
-    if not (dv.shape[0] == nb and dv.shape[1] == 2 * nb and dimp.shape[0] == m and dimp.shape[1] == 2 * nb
+    if not (_square(dv_dq, nb) and _square(dv_dv, nb) and _rows(dimp_dq, m, nb) and _rows(dimp_dv, m, nb)
             and _fits(model, data, nb, m, dws)):
         return FAILED
     status = solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses)
     if status != OK:
         return status
     J, gamma, L, Y, G, LG, sides, _ = _views(ws, nb, m)
-    tri, W, sd, dF, vecs, poses, t = _derivative_views(dws, nb)
+    tri, W, sd, dF, vecs, cols, poses, t = _derivative_views(dws, nb)
     parents = _e.ints(model, _e.PARENTS, nb)
     jump = vecs[0]
     w = vecs[1]
     for i in range(nb):
         jump[i] = v_plus[i] - v_minus[i]
         w[i] = v_plus[i] + restitution * v_minus[i]
-    # d(M dv)/dq at fixed dv: ID's derivative at (v = 0, a = dv) without gravity
+    # d(M dv)/dq at fixed dv: ID's derivative at (v = 0, a = dv) without gravity (the twists of
+    # v = 0 in oV for now)
     zero6 = t[16]
     zero6[:] = 0.0
-    if not _inverse_dynamics_derivatives(model, data, nb, q, _e.vec(data, _e.ZERO, nb), jump, zero6, tri):
-        return FAILED
-    # the bodies' twists of w, from the forward pass's screws (same q): d(J w)/dq at fixed w
     oS = _e.mat(data, _e.OS, nb, 6)
     oV = _e.mat(data, _e.OV, nb, 6)
+    oV[:, :] = 0.0
+    if not _inverse_dynamics_derivatives(model, data, nb, oV, _e.vec(data, _e.ZERO, nb), jump, zero6, tri):
+        return FAILED
+    # the bodies' twists of w, from the forward pass's screws (same q): d(J w)/dq at fixed w
     for i in range(nb):
         j = parents[i]
         for k in range(6):
             oV[i, k] = oS[i, k] * w[i] + (0.0 if j < 0 else oV[j, k])
-    # rhs_c = [-d(J w)/dq, .], W = d(J^T Lambda)/dq
-    _contact_derivatives(model, data, nb, spec, impulses, True, dimp[:, 0:nb], dimp[:, 0:nb], W, sd, dF,
-                         poses, t)
-    # rhs_d = [-d(M dv)/dq + W, .]
+    # q (eqs. 424-426): rhs_c = -d(J w)/dq, rhs_d = -d(M dv)/dq + d(J^T impulses)/dq
+    _contact_derivatives(model, data, nb, spec, impulses, True, dimp_dq, dimp_dq, W, sd, dF, cols, poses, t)
     dMdv_dq = tri[0]
     for i in range(nb):
         for k in range(nb):
-            dv[i, k] = W[i, k] - dMdv_dq[i, k]
-    kkt_columns(parents, J, L, Y, LG, dv[:, 0:nb], dimp[:, 0:nb])
+            dv_dq[i, k] = W[i, k] - dMdv_dq[i, k]
+    kkt_columns(parents, J, L, Y, LG, dv_dq, dimp_dq)
     # v_minus (eq. 430): dimpulses/dv- = -(1 + e) G^-1 J, dv+/dv- = I + Y dimpulses/dv-
     for i in range(m):
         for k in range(nb):
-            dimp[i, nb + k] = -(1.0 + restitution) * J[i, k]
-    cholesky_solve_columns(LG, dimp[:, nb:2 * nb])
+            dimp_dv[i, k] = -(1.0 + restitution) * J[i, k]
+    cholesky_solve_columns(LG, dimp_dv)
     for i in range(nb):
         for k in range(nb):
-            dv[i, nb + k] = 1.0 if i == k else 0.0
-        for j in range(m):
-            yij = Y[i, j]
-            for k in range(nb):
-                dv[i, nb + k] += yij * dimp[j, nb + k]
-    return OK if _all_finite(dv) and _all_finite(dimp) else FAILED
+            dv_dv[i, k] = 1.0 if i == k else 0.0
+    add_product(Y, dimp_dv, dv_dv)
+    return OK if (_all_finite(dv_dq) and _all_finite(dv_dv) and _all_finite(dimp_dq)
+                  and _all_finite(dimp_dv)) else FAILED
