@@ -23,10 +23,14 @@ massless cut body of a loop closure). Impulse dynamics (sec. XII, eq. 423) with 
 Models with coupled mimic joints are not supported here.
 
 constrained_dynamics and impulse_dynamics run compiled (kernels/constrained_dynamics.py: rows, M and
-b(q, v) from one kinematics pass, tree-sparse factor of M, Cholesky of G) with buffers allocated once
-per contact set (_Workspace, cached on the Data); the NumPy code below stays the reference and the
-fallback: Baumgarte gains, a singular M or G (the kernel declines), and the error messages. The
-derivatives are NumPy (their constrained_dynamics call is compiled).
+b(q, v) from one kinematics pass, tree-sparse factor of M, Cholesky of G), and so do their
+derivatives, each one compiled call that runs the forward kernel first and then differentiates at
+its solution with the same factorisations (kernels/constrained_dynamics_derivatives.py: ID's
+derivatives on the forward pass's kinematics, the rows' derivatives in their supports' columns, the
+KKT solve of all columns); buffers are allocated once per contact set (_Workspace, cached on the
+Data; the derivatives' part on their first call). The NumPy code below stays the reference and the
+fallback: Baumgarte gains (refused by the derivatives), a singular M or G (the kernels decline:
+least squares, minimum-norm forces), and the error messages.
 """
 import numpy as np
 from scipy.linalg import cho_solve
