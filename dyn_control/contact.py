@@ -547,11 +547,12 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
-    for c, _, _ in resolved:
-        if c.baumgarte:
-            raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
-    ws = _workspace(model, data, resolved)
-    if ws is not None:
+    ws = _workspace(model, data, resolved)  # None with Baumgarte gains
+    if ws is None:
+        for c, _, _ in resolved:
+            if c.baumgarte:
+                raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
+    else:
         nv, m = model.nv, ws.lam.shape[0]
         out = (np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv)), np.empty((m, nv)), np.empty((m, nv)),
                np.empty((m, nv)))
