@@ -438,3 +438,8 @@ def test_bad_inputs_are_named():
     bad[1] = np.inf
     with pytest.raises(ValueError, match=r"non-finite.*\bv at indices \[1\]"):
         dc.constrained_dynamics(model, data, r.q, bad, r.tau, good)
+    # the derivatives' kernels decline non-finite inputs too: the checked path names them
+    with pytest.raises(ValueError, match=r"non-finite.*\bv at indices \[1\]"):
+        dc.constrained_dynamics_derivatives(model, data, r.q, bad, r.tau, good)
+    with pytest.raises(ValueError, match=r"non-finite.*\bv_minus at indices \[1\]"):
+        dc.impulse_dynamics_derivatives(model, data, r.q, bad, good)

@@ -43,6 +43,7 @@ from .rnea_derivatives import derivative_matrices, world_forces
 
 @njit(cache=True)
 def derivative_workspace_size(nv, m):
+    """Size of the derivative workspace (the contact rows' m-sized buffers are the outputs')."""
     return 3 * nv * nv + nv * nv + 2 * 4 * 6 * nv + 6 * nv + 3 * nv + 48 + 24 * 6
 
 
@@ -64,13 +65,14 @@ def _derivative_views(dws, nv):
     o += nv
     poses = dws[o:o + 48].reshape((2, 4, 6))             # R rows 0-2 in [:, 0:3, 0:3], p in row 3
     o += 48
-    t = dws[o:o + 24 * 6].reshape((24, 6))               # scratch 6-vectors (rows 16-23: see below)
+    t = dws[o:o + 24 * 6].reshape((24, 6))               # scratch 6-vectors: contact_derivatives
     return tri, W, sd, dF, vecs, cols, poses, t
 
 
 # ----------------------------------------------------------------------------------------------
 # Derivatives of the rows of one contact (NumPy: _Rows.acceleration_derivatives,
-# _Rows.velocity_derivatives, _Rows.applied_forces); sd[s] holds side s's J, dV/dq, dA/dq, dA/dv
+# _Rows.velocity_derivatives, _Rows.applied_forces); sd[s] holds side s's J, dV/dq, dA/dq, dA/dv.
+# They fill the columns cols[:ncols], the supports of the two bodies (the others stay zero).
 
 
 @njit(cache=True, inline="always")
@@ -388,7 +390,8 @@ def contact_derivatives(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, o
     """For every contact of spec (kernels/constrained_dynamics.py's module doc), with the world
     motion oS, oV, oA of the state to differentiate at: its rows of out_q = -d alpha/dq and out_v =
     -d alpha/dv (impulse: out_q = -d u/dq, u = J v with oV the twists of v; out_v untouched), and
-    W += d(J^T lam)/dq at fixed lam. sd, dF, cols, poses: scratch; t: (24, 6) scratch."""
+    W += d(J^T lam)/dq at fixed lam. sd, dF, cols, poses: scratch; t: (24, 6) scratch (rows 0-15
+    for the helpers above, 16 a zero 6-vector, 17-20 motion_derivatives')."""
     zero6 = t[16]
     zero6[:] = 0.0
     tmp6 = t[17:21]  # motion_derivatives' scratch
