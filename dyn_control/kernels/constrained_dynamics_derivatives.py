@@ -30,10 +30,11 @@ from numba import njit
 
 from ..spatial import cross_force, cross_motion
 from . import entry as _e
-from .constrained_dynamics import (FAILED, OK, _all_finite, _views, cross3, point_acceleration,
+from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleration,
                                    row_of_motion, side_pose, solve_constrained, solve_impulse,
                                    tree_solve_columns)
 from .contact import add_force_torque_derivatives, motion_derivatives
+from .inputs import all_finite
 from .rnea_derivatives import derivative_matrices, world_forces
 
 
@@ -524,7 +525,7 @@ def _inverse_dynamics_derivatives(model, data, nb, oV, v, a, base_accel, tri):
                  vectors[4], vectors[5], tmp6)
     derivative_matrices(parents, base_accel, oS, oV, vectors[2], ophi_c, vectors[3], vectors[4], vectors[5],
                         vectors[6], vectors[7], tmp6, tri[0], tri[1], tri[2])
-    return _all_finite(tri)
+    return all_finite(tri)
 
 
 @njit(cache=True, inline="always")
@@ -586,8 +587,8 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
             da_dtau[i, k] = 1.0 if i == k else 0.0
     tree_solve_columns(L, parents, da_dtau)
     add_product(Y, dlam_dtau, da_dtau)
-    return OK if (_all_finite(da_dq) and _all_finite(da_dv) and _all_finite(da_dtau) and _all_finite(dlam_dq)
-                  and _all_finite(dlam_dv) and _all_finite(dlam_dtau)) else FAILED
+    return OK if (all_finite(da_dq) and all_finite(da_dv) and all_finite(da_dtau) and all_finite(dlam_dq)
+                  and all_finite(dlam_dv) and all_finite(dlam_dtau)) else FAILED
 
 
 @njit(cache=True)
@@ -641,5 +642,5 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws,
         for k in range(nb):
             dv_dv[i, k] = 1.0 if i == k else 0.0
     add_product(Y, dimp_dv, dv_dv)
-    return OK if (_all_finite(dv_dq) and _all_finite(dv_dv) and _all_finite(dimp_dq)
-                  and _all_finite(dimp_dv)) else FAILED
+    return OK if (all_finite(dv_dq) and all_finite(dv_dv) and all_finite(dimp_dq)
+                  and all_finite(dimp_dv)) else FAILED
