@@ -15,6 +15,8 @@ matrix G = J M^-1 J^T:
 A kernel returns SINGULAR, leaving the answer to the NumPy path (least squares on the whole KKT
 matrix, or the pseudo-inverse of G for redundant rows), when a pivot of M falls below the relative
 threshold SINGULAR_M or one of G below SINGULAR_G; FAILED when an input or a result is not finite.
+The derivatives (kernels/constrained_dynamics_derivatives.py) call solve_constrained / solve_impulse
+(the entry kernels' bodies) and reuse the factors and rows they leave in the workspace.
 """
 import numpy as np
 from numba import njit
