@@ -23,10 +23,14 @@ massless cut body of a loop closure). Impulse dynamics (sec. XII, eq. 423) with 
 Models with coupled mimic joints are not supported here.
 
 constrained_dynamics and impulse_dynamics run compiled (kernels/constrained_dynamics.py: rows, M and
-b(q, v) from one kinematics pass, tree-sparse factor of M, Cholesky of G) with buffers allocated once
-per contact set (_Workspace, cached on the Data); the NumPy code below stays the reference and the
-fallback: Baumgarte gains, a singular M or G (the kernel declines), and the error messages. The
-derivatives are NumPy (their constrained_dynamics call is compiled).
+b(q, v) from one kinematics pass, tree-sparse factor of M, Cholesky of G), and so do their
+derivatives, each one compiled call that runs the forward kernel first and then differentiates at
+its solution with the same factorisations (kernels/constrained_dynamics_derivatives.py: ID's
+derivatives on the forward pass's kinematics, the rows' derivatives in their supports' columns, the
+KKT solve of all columns); buffers are allocated once per contact set (_Workspace, cached on the
+Data; the derivatives' part on their first call). The NumPy code below stays the reference and the
+fallback: Baumgarte gains (refused by the derivatives), a singular M or G (the kernels decline:
+least squares, minimum-norm forces), and the error messages.
 """
 import numpy as np
 from scipy.linalg import cho_solve
@@ -35,6 +39,7 @@ from .derivatives import rnea_derivatives
 from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, check_model_data, compiled_call, crba,
                        nonlinear_effects, non_finite_error, strict)
 from .kernels import constrained_dynamics as _cd
+from .kernels import constrained_dynamics_derivatives as _cdd
 from .kernels import contact as _ct
 from .spatial import log_se3
 
@@ -43,6 +48,8 @@ _KINDS = {"point": 3, "frame": 6}
 # typing of 22 arguments would cost more than the kernel); compiled_call compiles them first
 _fast_constrained_dynamics = strict(_cd.constrained_dynamics)
 _fast_impulse_dynamics = strict(_cd.impulse_dynamics)
+_fast_constrained_dynamics_derivatives = strict(_cdd.constrained_dynamics_derivatives)
+_fast_impulse_dynamics_derivatives = strict(_cdd.impulse_dynamics_derivatives)
 _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
 
@@ -451,8 +458,9 @@ def _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs):
 
 
 class _Workspace:
-    """Buffers of the compiled constrained and impulse dynamics for one contact set, allocated once
-    per (data, contact rows) and cached on the Data object (dict data._contact_workspaces)."""
+    """Buffers of the compiled constrained and impulse dynamics (and their derivatives) for one
+    contact set, allocated once per (data, contact rows) and cached on the Data object (dict
+    data._contact_workspaces)."""
 
     def __init__(self, model, key):
         nv = model.nv
@@ -461,6 +469,15 @@ class _Workspace:
         self.buf = np.zeros(_cd.workspace_size(nv, m))  # J, gamma, factors of M and G, scratch
         self.x = np.zeros(nv)               # a or v_plus
         self.lam = np.zeros(m)              # forces or impulses
+        self._derivative_buf = None         # ID derivatives, the sides' motion derivatives, scratch
+
+    @property
+    def derivative_buf(self):
+        """The derivative kernels' buffer, allocated on the first derivative call (O(nv^2))."""
+        if self._derivative_buf is None:
+            nv, m = self.x.shape[0], self.lam.shape[0]
+            self._derivative_buf = np.zeros(_cdd.derivative_workspace_size(nv, m))
+        return self._derivative_buf
 
 
 def _workspace(model, data, resolved):
@@ -530,9 +547,27 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
-    for c, _, _ in resolved:
-        if c.baumgarte:
-            raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
+    ws = _workspace(model, data, resolved)  # None with Baumgarte gains
+    if ws is None:
+        for c, _, _ in resolved:
+            if c.baumgarte:
+                raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
+    else:
+        nv, m = model.nv, ws.lam.shape[0]
+        out = (np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv)), np.empty((m, nv)), np.empty((m, nv)),
+               np.empty((m, nv)))
+        args = (model._buf, data._buf, q, v, tau, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
+        try:
+            status = _fast_constrained_dynamics_derivatives(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cdd.constrained_dynamics_derivatives, *args)
+        if status == _cd.OK:
+            return out
+    return _constrained_dynamics_derivatives_numpy(model, data, q, v, tau, contacts, resolved)
+
+
+def _constrained_dynamics_derivatives_numpy(model, data, q, v, tau, contacts, resolved):
+    """constrained_dynamics_derivatives in NumPy: singular M or redundant rows, and the errors."""
     a, lam = constrained_dynamics(model, data, q, v, tau, contacts)
     inputs = dict(q=q, v=v, tau=tau)
     rows = _rows(model, data, q, v, a, resolved, inputs)
@@ -594,6 +629,22 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
+    ws = _workspace(model, data, resolved)
+    if ws is not None:
+        nv, m = model.nv, ws.lam.shape[0]
+        out = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((m, nv)), np.empty((m, nv))
+        args = (model._buf, data._buf, q, v_minus, e, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
+        try:
+            status = _fast_impulse_dynamics_derivatives(*args)
+        except _FAST_REFUSED:
+            status = compiled_call(_cdd.impulse_dynamics_derivatives, *args)
+        if status == _cd.OK:
+            return out
+    return _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, resolved)
+
+
+def _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, resolved):
+    """impulse_dynamics_derivatives in NumPy: singular M or redundant rows, and the errors."""
     v_plus, impulses = impulse_dynamics(model, data, q, v_minus, contacts, e)
     nv = model.nv
     zero = np.zeros(nv)

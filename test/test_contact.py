@@ -116,6 +116,9 @@ if not JIT_DISABLED:
     CASES += [("talos_reduced", kind, reference) for kind, reference in KINDS[2:]]
 
 
+LOOP_KINDS_OF_PATHS = KINDS[2:3] if JIT_DISABLED else KINDS
+
+
 def contacts_of(name, kind, reference):
     return feet(kind, reference) if name == "talos_reduced" else single_contact(name, kind, reference)
 
@@ -177,6 +180,74 @@ def test_compiled_path_matches_the_numpy_path(name, kind, reference, monkeypatch
         assert_close(x, ref, f"{name} {kind} {reference} {what}", 1e-10)
 
 
+# the compiled derivatives (kernels/constrained_dynamics_derivatives.py): Pinocchio's cases of the
+# benchmark (talos_reduced on two 6D feet, panda with a 3D point) and every contact set above
+DERIVATIVE_CASES = [("panda", "point", "local"), ("panda", "point", "local_world_aligned")]
+if not JIT_DISABLED:
+    DERIVATIVE_CASES += [("talos_reduced", "frame", "local"), ("talos_reduced", "frame", "local_world_aligned")]
+IMPULSE_NAMES = ("dv_plus_dq", "dv_plus_dv", "dimpulses_dq", "dimpulses_dv")
+
+
+def compiled_derivatives(r, contacts, restitution, monkeypatch):
+    """Both derivatives through the compiled kernels: the NumPy paths raise if they are taken."""
+    from dyn_control import contact
+
+    def refuse(*args):
+        raise AssertionError("the NumPy path was taken")
+    with monkeypatch.context() as patch:
+        patch.setattr(contact, "_constrained_dynamics_derivatives_numpy", refuse)
+        patch.setattr(contact, "_impulse_dynamics_derivatives_numpy", refuse)
+        return (dc.constrained_dynamics_derivatives(r.model, r.data, r.q, r.v, r.tau, contacts),
+                dc.impulse_dynamics_derivatives(r.model, r.data, r.q, r.v, contacts, restitution))
+
+
+def numpy_derivatives(r, contacts, restitution, monkeypatch):
+    from dyn_control import contact
+    with monkeypatch.context() as patch:
+        patch.setattr(contact, "_workspace", lambda *args: None)
+        return (dc.constrained_dynamics_derivatives(r.model, r.data, r.q, r.v, r.tau, contacts),
+                dc.impulse_dynamics_derivatives(r.model, r.data, r.q, r.v, contacts, restitution))
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.5])
+@pytest.mark.parametrize("name, kind, reference", DERIVATIVE_CASES)
+def test_compiled_derivatives_against_pinocchio(name, kind, reference, restitution, monkeypatch):
+    r = robot(name)
+    contacts = contacts_of(name, kind, reference)
+    constrained, impulse = compiled_derivatives(r, contacts, restitution, monkeypatch)
+    for x in constrained + impulse:
+        assert type(x) is np.ndarray and x.flags.c_contiguous and x.flags.writeable
+    models, datas = r.pin_constraints(contacts)
+    qp = pin_q(r.pm, r.q)
+    pin.constraintDynamics(r.pm, r.pd, qp, r.v, r.tau, models, datas)
+    for what, x, ref in zip(DERIVATIVE_NAMES, constrained,
+                            pin.computeConstraintDynamicsDerivatives(r.pm, r.pd, models, datas)):
+        assert_close(x, ours_rows(ref, contacts) if what.startswith("dlam") else ref, f"{name} {reference} {what}")
+    pin.impulseDynamics(r.pm, r.pd, qp, r.v, models, datas, restitution)
+    pin.computeImpulseDynamicsDerivatives(r.pm, r.pd, models, datas, restitution)
+    reference_derivatives = (r.pd.ddq_dq, r.pd.ddq_dv + np.eye(r.model.nv),
+                             ours_rows(r.pd.dlambda_dq, contacts), ours_rows(r.pd.dlambda_dv, contacts))
+    for what, x, ref in zip(IMPULSE_NAMES, impulse, reference_derivatives):
+        assert_close(x, ref, f"{name} {reference} e={restitution} {what}")
+
+
+DERIVATIVE_PATH_CASES = CASES + [("loop", kind, reference) for kind, reference in LOOP_KINDS_OF_PATHS]
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.5])
+@pytest.mark.parametrize("name, kind, reference", DERIVATIVE_PATH_CASES)
+def test_compiled_derivatives_match_the_numpy_path(name, kind, reference, restitution, monkeypatch):
+    """Every kind of contact, against the world and as a loop closure: the compiled kernels and the
+    NumPy reference path give one answer."""
+    r = robot("talos_reduced" if name == "loop" else name)
+    contacts = feet(kind, reference, other=True) if name == "loop" else contacts_of(name, kind, reference)
+    compiled = compiled_derivatives(r, contacts, restitution, monkeypatch)
+    numpy_path = numpy_derivatives(r, contacts, restitution, monkeypatch)
+    for names, ours, ref in zip((DERIVATIVE_NAMES, IMPULSE_NAMES), compiled, numpy_path):
+        for what, x, y in zip(names, ours, ref):
+            assert_close(x, y, f"{name} {kind} {reference} e={restitution} {what}", 1e-9)
+
+
 def test_redundant_rows_fall_back_to_minimum_norm_forces():
     """A contact given twice makes the Delassus matrix singular: the kernel declines, and the NumPy
     path's pseudo-inverse splits the force evenly with the single contact's accelerations."""
@@ -190,6 +261,31 @@ def test_redundant_rows_fall_back_to_minimum_norm_forces():
     v2, p2 = dc.impulse_dynamics(r.model, r.data, r.q, r.v, single * 2, RESTITUTION)
     assert_close(v2, v1, "v_plus")
     assert_close(p2, np.concatenate([p1, p1]) / 2.0, "impulses")
+
+
+def test_derivatives_with_redundant_rows_fall_back_to_the_numpy_path(monkeypatch):
+    """The derivative kernels decline with the forward kernel (G singular): the NumPy path answers,
+    with the single contact's derivatives of a (v_plus) and half its derivatives of the forces for
+    each copy (the minimum-norm forces)."""
+    from dyn_control import contact
+    r = robot("panda")
+    single = single_contact("panda", "point", "local")
+    taken = []
+    for name in ("_constrained_dynamics_derivatives_numpy", "_impulse_dynamics_derivatives_numpy"):
+        def spy(*args, _numpy=getattr(contact, name), _name=name):
+            taken.append(_name)
+            return _numpy(*args)
+        monkeypatch.setattr(contact, name, spy)
+    d1 = dc.constrained_dynamics_derivatives(r.model, r.data, r.q, r.v, r.tau, single)
+    i1 = dc.impulse_dynamics_derivatives(r.model, r.data, r.q, r.v, single, RESTITUTION)
+    assert not taken, "the single contact should take the compiled path"
+    d2 = dc.constrained_dynamics_derivatives(r.model, r.data, r.q, r.v, r.tau, single * 2)
+    i2 = dc.impulse_dynamics_derivatives(r.model, r.data, r.q, r.v, single * 2, RESTITUTION)
+    assert taken == ["_constrained_dynamics_derivatives_numpy", "_impulse_dynamics_derivatives_numpy"]
+    for what, x, ref in zip(DERIVATIVE_NAMES + IMPULSE_NAMES, d2 + i2, d1 + i1):
+        if what.startswith(("dlam", "dimpulses")):
+            ref = np.concatenate([ref, ref]) / 2.0
+        assert_close(x, ref, f"redundant rows {what}")
 
 
 @pytest.mark.parametrize("kind, reference", KINDS)
@@ -342,3 +438,8 @@ def test_bad_inputs_are_named():
     bad[1] = np.inf
     with pytest.raises(ValueError, match=r"non-finite.*\bv at indices \[1\]"):
         dc.constrained_dynamics(model, data, r.q, bad, r.tau, good)
+    # the derivatives' kernels decline non-finite inputs too: the checked path names them
+    with pytest.raises(ValueError, match=r"non-finite.*\bv at indices \[1\]"):
+        dc.constrained_dynamics_derivatives(model, data, r.q, bad, r.tau, good)
+    with pytest.raises(ValueError, match=r"non-finite.*\bv_minus at indices \[1\]"):
+        dc.impulse_dynamics_derivatives(model, data, r.q, bad, good)

@@ -15,6 +15,8 @@ matrix G = J M^-1 J^T:
 A kernel returns SINGULAR, leaving the answer to the NumPy path (least squares on the whole KKT
 matrix, or the pseudo-inverse of G for redundant rows), when a pivot of M falls below the relative
 threshold SINGULAR_M or one of G below SINGULAR_G; FAILED when an input or a result is not finite.
+The derivatives (kernels/constrained_dynamics_derivatives.py) call solve_constrained / solve_impulse
+(the entry kernels' bodies) and reuse the factors and rows they leave in the workspace.
 """
 import numpy as np
 from numba import njit
@@ -465,7 +467,14 @@ def world_dynamics(model, data, nb, nle):
 def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
     """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
     model, data: the packed buffers (entry.py); spec the contact rows (module doc); ws the workspace
-    buffer (workspace_size(nv, m)), a (nv,) and lam (m,) the outputs."""
+    buffer (workspace_size(nv, m)), a (nv,) and lam (m,) the outputs. (The entry kernel: contact.py
+    makes its dispatcher strict, so other kernels call solve_constrained.)"""
+    return solve_constrained(model, data, q, v, tau, spec, ws, a, lam)
+
+
+@njit(cache=True)
+def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
+    """constrained_dynamics, callable from other kernels."""
     nb = int(model[0])
     m = lam.shape[0]
     if not (tau.shape[0] == nb and a.shape[0] == nb and _all_finite(tau)
@@ -489,7 +498,14 @@ def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
 
 @njit(cache=True)
 def impulse_dynamics(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
-    """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v-."""
+    """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v- (the entry kernel; other
+    kernels call solve_impulse)."""
+    return solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses)
+
+
+@njit(cache=True)
+def solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
+    """impulse_dynamics, callable from other kernels."""
     nb = int(model[0])
     m = impulses.shape[0]
     if not (v_plus.shape[0] == nb and _rows_at(model, data, q, v_minus, spec, ws, m)):
