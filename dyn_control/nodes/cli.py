@@ -96,7 +96,7 @@ def bringup(config, duration=None, monitor=None):
     `duration` seconds after activation (None: until Ctrl-C or SIGTERM). monitor (optional): an
     object with start(node) (an rclpy node of this process to subscribe with), status(phase,
     elapsed) called every STATUS_PERIOD from its own thread, and stop(). Returns an exit code."""
-    from .lifecycle import StopFlag
+    from .stop_flag import StopFlag
     found, others = nodes_in_config(config)
     if not found:
         print(f"{config}: no dyn_control node ({', '.join(NODE_TYPES)}) in this file", file=sys.stderr)

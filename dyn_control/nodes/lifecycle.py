@@ -5,7 +5,6 @@ import os
 import signal
 import sys
 import threading
-import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
@@ -15,6 +14,7 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from . import params, preload, qos
+from .stop_flag import StopFlag
 
 
 class LoopNode(LifecycleNode):
@@ -71,28 +71,6 @@ class LoopNode(LifecycleNode):
     def _stop_loop(self):
         if self.loop is not None and self.loop.running:
             self.loop.stop()
-
-
-class StopFlag:
-    """Raised by a signal handler, polled by the main thread. A plain attribute and no lock: a
-    handler that takes a lock the interrupted main thread holds (threading.Event.set while the main
-    thread is in Event.wait) deadlocks."""
-
-    def __init__(self):
-        self.raised = False
-
-    def raise_(self, *_):
-        self.raised = True
-
-    def is_set(self):
-        return self.raised
-
-    def wait(self, timeout):
-        """Sleep until raised or `timeout` seconds have passed; returns whether it is raised."""
-        end = time.monotonic() + timeout
-        while not self.raised and (remaining := end - time.monotonic()) > 0.0:
-            time.sleep(min(0.02, remaining))
-        return self.raised
 
 
 def spin(node_class, args=None):

@@ -22,9 +22,7 @@ def controller_kernels(closed_chain=False):
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
-    from ..control.closed_chain_tick import ClosedChainTick
     from ..control.tick import ControllerTick
-    from ..mappings import load_mapping
     from ..robots import bundled_urdf
     from ..urdf import load_urdf
     from . import rcl_io
@@ -34,6 +32,8 @@ def controller_kernels(closed_chain=False):
     sample = JointState(name=list(model.joint_names), position=[0.0] * nv, velocity=[0.0] * nv, effort=[0.0] * nv)
     JointStateReader(model.joint_names, np.zeros(nv), np.zeros(nv), np.zeros(nv)).read(serialize_message(sample), 1)
     if closed_chain:
+        from ..control.closed_chain_tick import ClosedChainTick
+        from ..mappings import load_mapping
         mapping = load_mapping("five_bar", model)
         ClosedChainTick(model, mapping, mapping.active_indices, "end_effector", 2).warm_up()
     else:
@@ -47,14 +47,14 @@ def simulator_kernels(closed_chain=False):
     from rclpy.serialization import serialize_message
     from std_msgs.msg import Float64MultiArray
 
-    from ..mappings import load_mapping
     from ..robots import bundled_urdf
     from ..simulation.builtin import BuiltinSimulator
-    from ..simulation.closed_chain import ClosedChainSimulator
     from ..urdf import load_urdf
     from . import rcl_io
     from .wire import parse_float64_array
     if closed_chain:
+        from ..mappings import load_mapping
+        from ..simulation.closed_chain import ClosedChainSimulator
         model = load_urdf(bundled_urdf("five_bar"))
         mapping = load_mapping("five_bar", model)
         simulator = ClosedChainSimulator(mapping, model, 1e-3,
