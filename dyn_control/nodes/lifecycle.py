@@ -41,7 +41,7 @@ class LoopNode(LifecycleNode):
         """Start loading the loop's compiled kernels (for a tree or, with mapping.name set, a closed
         chain) on a thread of their own, ahead of configure."""
         closed_chain = bool(self.get_parameter("mapping.name").value)
-        return preload.in_background(lambda: self.KERNELS(closed_chain), self.get_logger().info)
+        return preload.in_background(lambda: self.KERNELS(closed_chain), self.get_logger())
 
     def on_cleanup(self, state):
         self._destroy_entities()

@@ -76,19 +76,17 @@ def all_kernels():
         simulator_kernels(closed_chain)
 
 
-def in_background(loader, log=None):
-    """Run `loader` on a daemon thread; a failure is only reported through `log` (configure then
-    compiles, and reports, what it needs itself)."""
+def in_background(loader, logger):
+    """Run `loader` on a daemon thread, reporting through `logger` (an rclpy logger) how long it
+    took; a failure is a warning only (configure then compiles, and reports, what it needs)."""
     def run():
         start = time.perf_counter()
         try:
             loader()
         except Exception as error:  # noqa: BLE001 - a preload is an optimisation, never a failure
-            if log is not None:
-                log(f"preloading the loop kernels failed ({error}); configure will compile them")
+            logger.warning(f"preloading the loop kernels failed ({error}); configure will compile them")
             return
-        if log is not None:
-            log(f"loop kernels preloaded in {time.perf_counter() - start:.2f} s")
+        logger.info(f"loop kernels preloaded in {time.perf_counter() - start:.2f} s")
     thread = threading.Thread(target=run, name="preload kernels", daemon=True)
     thread.start()
     return thread
