@@ -32,11 +32,13 @@ Data; the derivatives' part on their first call). The NumPy code below stays the
 fallback: Baumgarte gains (refused by the derivatives), a singular M or G (the kernels decline:
 least squares, minimum-norm forces), and the error messages.
 """
+import itertools
+
 import numpy as np
 from scipy.linalg import cho_solve
 
 from .derivatives import rnea_derivatives
-from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, check_model_data, compiled_call, crba,
+from .dynamics import (_F64, _FAST_REFUSED, as_real_array, as_vector, check_model_data, compiled_call, crba,
                        nonlinear_effects, non_finite_error, strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
@@ -52,6 +54,8 @@ _fast_constrained_dynamics_derivatives = strict(_cdd.constrained_dynamics_deriva
 _fast_impulse_dynamics_derivatives = strict(_cdd.impulse_dynamics_derivatives)
 _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
+_STAMPS = itertools.count()  # Contact stamps: a new one at every assignment to a contact
+_VALIDATED_LISTS = 32  # contact lists remembered as validated on a Data (_cached_workspace)
 
 
 class Contact:
@@ -72,30 +76,58 @@ class Contact:
             if not (isinstance(value, (str, int, np.integer)) and not isinstance(value, bool)
                     or name == "other" and value is None):
                 raise ValueError(f"{name} must be a link or joint name, or a frame index, got {value!r}")
-        if not isinstance(kind, str) or kind not in _KINDS:
-            raise ValueError(f"kind must be 'point' or 'frame', got {kind!r}")
-        if not isinstance(reference, str) or reference not in _REFERENCES:
-            raise ValueError(f"reference must be 'local' or 'local_world_aligned', got {reference!r}")
         self.frame = frame
+        self.other = other
+        self._kp = self._kd = np.zeros(1)  # until kind and the gains are set
         self.kind = kind
         self.reference = reference
-        self.other = other
-        self.dim = _KINDS[kind]
         if anchor is None:
             anchor = np.eye(4)
         anchor = as_real_array("anchor", anchor, "a finite (4, 4) placement").copy()
         if anchor.shape != (4, 4) or not np.all(np.isfinite(anchor)):
             raise ValueError(f"anchor must be a finite (4, 4) placement, got shape {anchor.shape}")
         self.anchor = anchor
-        self._kp = self._kd = np.zeros(self.dim)
         self.kp = kp
         self.kd = kd
 
-    def _gain(self, name, value):
+    def __setattr__(self, name, value):
+        """Every assignment (frame, other, kind, reference, anchor, kp, kd, and the private fields
+        behind them) gives the contact a new stamp, unique across all contacts: the contact functions
+        cache a validated contact list on the Data under its contacts' stamps (_cached_workspace), so
+        a changed contact is never served from a stale entry."""
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "_stamp", next(_STAMPS))
+
+    @property
+    def kind(self):
+        return self._kind
+
+    @kind.setter
+    def kind(self, value):
+        if not isinstance(value, str) or value not in _KINDS:
+            raise ValueError(f"kind must be 'point' or 'frame', got {value!r}")
+        dim = _KINDS[value]
+        # one gain per row: uniform gains follow the new row count, per-row ones must fit it
+        kp, kd = (self._gain(name, g[0] if np.all(g == g[0]) else g, dim)
+                  for name, g in (("kp", self._kp), ("kd", self._kd)))
+        self._kind, self.dim, self._kp, self._kd = value, dim, kp, kd
+
+    @property
+    def reference(self):
+        return self._reference
+
+    @reference.setter
+    def reference(self, value):
+        if not isinstance(value, str) or value not in _REFERENCES:
+            raise ValueError(f"reference must be 'local' or 'local_world_aligned', got {value!r}")
+        self._reference = value
+
+    def _gain(self, name, value, dim=None):
+        dim = self.dim if dim is None else dim
         try:
-            gain = np.broadcast_to(as_real_array(name, value, "numbers"), (self.dim,)).copy()
+            gain = np.broadcast_to(as_real_array(name, value, "numbers"), (dim,)).copy()
         except ValueError:  # not numbers, or not broadcastable to one per row
-            raise ValueError(f"{name} must be a number or {self.dim} numbers, got {value!r}") from None
+            raise ValueError(f"{name} must be a number or {dim} numbers, got {value!r}") from None
         if not np.all(np.isfinite(gain)):
             raise ValueError(f"{name} must be finite, got {value!r}")
         gain.setflags(write=False)  # set gains by assignment, which keeps `baumgarte` current
@@ -493,7 +525,58 @@ def _workspace(model, data, resolved):
     ws = cache.get(key)
     if ws is None:
         ws = cache[key] = _Workspace(model, key)
+    # the validated list, for the fast path of the next calls with these contacts as they are now
+    validated = data.__dict__.setdefault("_contact_validated", {})
+    if len(validated) >= _VALIDATED_LISTS:  # lists built anew each call: keep the cache bounded
+        validated.clear()
+    validated[tuple(c._stamp for c, _, _ in resolved)] = (model, ws)
     return ws
+
+
+def _cached_workspace(model, data, contacts):
+    """The _Workspace of `contacts` (a Contact, or a list or tuple of them) when a checked call on
+    this model and data validated them in their present state, else None. The key is the contacts'
+    stamps, renewed by every assignment to a contact (Contact.__setattr__) and unique across
+    contacts: another list, another order, or a changed contact misses."""
+    try:
+        if type(contacts) is list or type(contacts) is tuple:
+            key = tuple([c._stamp for c in contacts])
+        else:
+            key = (contacts._stamp,)
+        entry = data._contact_validated.get(key)
+    except AttributeError:  # not contacts, not a Data, or no contacts validated on it yet
+        return None
+    if entry is None or entry[0] is not model:
+        return None
+    return entry[1]
+
+
+def _fast(kernel, model, data, contacts, inputs, derivatives=0):
+    """The fast path of the contact functions: the compiled `kernel` called directly on the inputs as
+    they are, for contacts validated by an earlier call (_cached_workspace), or None for the checked
+    path. The strict kernel dispatcher refuses arrays that are not C-contiguous, aligned, writable
+    float64 (byte order checked here); the kernel refuses other sizes and non-finite values; the
+    checked path then names the problem. inputs: the kernel's arguments after the packed buffers
+    (arrays and the restitution). Results, new arrays: the forward kernels' state (nv,) and forces
+    (m,); with `derivatives` = n, the derivative kernels' n (nv, nv) blocks then n (m, nv) blocks."""
+    ws = _cached_workspace(model, data, contacts)
+    if ws is None:
+        return None
+    nv, m = ws.x.shape[0], ws.lam.shape[0]
+    try:
+        for x in inputs:
+            if type(x) is not float and x.dtype is not _F64:
+                return None
+        if derivatives:
+            out = tuple([np.empty((nv, nv)) for _ in range(derivatives)] +
+                        [np.empty((m, nv)) for _ in range(derivatives)])
+            status = kernel(model._buf, data._buf, *inputs, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
+        else:
+            out = np.empty(nv), np.empty(m)
+            status = kernel(model._buf, data._buf, *inputs, ws.spec, ws.buf, *out)
+    except _FAST_REFUSED:
+        return None
+    return out if status == _cd.OK else None
 
 
 def _check_state(model, data, q, v, name_v="v"):
@@ -508,6 +591,9 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     (a, lam) with M a + b(q, v) = tau + J^T lam and J a + gamma(q, v) = c (Baumgarte, zero by
     default). lam stacks the contacts' forces in their order: 3 per "point" contact, [n; f] per
     "frame" contact, in the contact's reference axes. New arrays."""
+    out = _fast(_fast_constrained_dynamics, model, data, contacts, (q, v, tau))
+    if out is not None:
+        return out
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
@@ -544,6 +630,9 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
         [J    0 ] [dlam] = - [d(J a + gamma)/dx          ]  (+ [I; 0] for tau),
     with the inverse-dynamics derivatives at the solution a and the contact forces held fixed
     in their reference axes. Needs zero Baumgarte gains."""
+    out = _fast(_fast_constrained_dynamics_derivatives, model, data, contacts, (q, v, tau), derivatives=3)
+    if out is not None:
+        return out
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
@@ -600,6 +689,10 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
     """Velocity jump of a rigid impact (seed sec. XII, eq. 422): (v_plus, impulses) with
     M (v_plus - v_minus) = J^T impulses and J v_plus = -restitution J v_minus; impulses stacked
     like the forces of `constrained_dynamics`. New arrays."""
+    if type(restitution) is float and 0.0 <= restitution <= 1.0:
+        out = _fast(_fast_impulse_dynamics, model, data, contacts, (q, v_minus, restitution))
+        if out is not None:
+            return out
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
@@ -626,6 +719,11 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
         M (v+ - v-) - J^T Lambda = 0,   J (v+ + e v-) = 0
     gives [M -J^T; J 0] [dv+; dLambda] = [-d(M dv)/dq + d(J^T Lambda)/dq; -d(J w)/dq] in q, with
     dv = v+ - v- and w = v+ + e v- held fixed, and = [M; -e J] in v-."""
+    if type(restitution) is float and 0.0 <= restitution <= 1.0:
+        out = _fast(_fast_impulse_dynamics_derivatives, model, data, contacts, (q, v_minus, restitution),
+                    derivatives=2)
+        if out is not None:
+            return out
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)

@@ -30,6 +30,7 @@ from .minverse import OK as MINV_OK
 from .minverse import aba_derivatives as _aba_derivatives
 from .minverse import minverse as _minverse
 from .regressor import regressor as _regressor
+from .rnea import gravity as _gravity
 from .rnea import rnea as _rnea
 from .rnea_derivatives import rnea_derivatives as _rnea_derivatives
 
@@ -149,12 +150,14 @@ def nonlinear_effects(model, data, q, v):
 
 @njit(cache=True)
 def gravity(model, data, q):
-    """data.g = rnea(q, 0, 0)."""
+    """data.g = rnea(q, 0, 0), by the gravity-only pass of kernels/rnea.py (no velocity terms)."""
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb):
         return REFUSED
-    zero = vec(data, ZERO, nb)
-    return status(_rnea_into(model, data, q, zero, zero, mat(data, F_EXT_ZERO, nb, 6), vec(data, G, nb)))
+    return status(_gravity(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+                           mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, vec(model, BASE_ACCEL, 6),
+                           cube(data, R, nb, 3, 3), mat(data, P, nb, 3), mat(data, VDOT, nb, 6),
+                           mat(data, F, nb, 6), vec(data, G, nb)))
 
 
 # ----------------------------------------------------------------------------------------------
