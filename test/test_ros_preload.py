@@ -1,6 +1,6 @@
 """Start-up: the kernels a node preloads on the bundled robots are the ones its configure calls on
-another robot (Numba compiles per argument type), and the bringup's discovery profile is applied to
-its own participant only.
+another robot (Numba compiles per argument type), nothing compiles once the loops run, and the
+bringup's discovery profile is applied to its own participant only.
 
 Each case runs in a fresh process (nothing compiled or loaded before), sharing the suite's Numba
 cache: a compile or a cache load shows as a new overload of a dispatcher.
@@ -67,6 +67,55 @@ def test_configure_of_a_closed_chain_compiles_nothing_after_the_preload(kind):
     assert result["state"] == "inactive"
     assert result["preloaded"] > 0
     assert result["configure_added"] == []
+
+
+LOOPS = r"""
+import json, sys, threading, time
+import rclpy
+from numba.core.dispatcher import Dispatcher
+from rclpy.executors import MultiThreadedExecutor
+added = []
+add_overload = Dispatcher.add_overload
+def recording(self, cres):
+    added.append(self.py_func.__qualname__)
+    return add_overload(self, cres)
+Dispatcher.add_overload = recording
+from dyn_control.nodes import controller, simulator
+rclpy.init(args=["--ros-args", "--params-file", sys.argv[1]])
+nodes = [controller.ControllerNode(), simulator.SimulatorNode()]
+for node in nodes:
+    node.preload_kernels().join()
+executor = MultiThreadedExecutor()
+for node in nodes:
+    executor.add_node(node)
+threading.Thread(target=executor.spin, daemon=True).start()
+for node in nodes:
+    node.trigger_configure()
+configured = len(added)
+for node in nodes:
+    node.trigger_activate()
+time.sleep(1.5)
+ticks = nodes[0]._configured.tick
+commanded = nodes[1]._configured.command_time is not None
+for node in nodes:
+    node.trigger_deactivate()
+print(json.dumps({"loop_added": added[configured:], "ticks": ticks, "commanded": commanded}))
+sys.stdout.flush()
+import os; os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("config", ["demo.yaml", "five_bar_demo.yaml"])
+def test_the_running_loops_compile_nothing(config):
+    """The controller and the simulator, preloaded and configured, then running their loops
+    against each other (joint states and commands taken raw and parsed): no kernel is compiled or
+    loaded once the loops run."""
+    result = subprocess.run([sys.executable, "-c", LOOPS, os.path.join(config_dir(), config)], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout.strip().splitlines()[-1])
+    assert run["ticks"] > 500 and run["commanded"]     # both loops ran on each other's messages
+    assert run["loop_added"] == []
 
 
 def test_the_discovery_profile_is_set_only_within_and_names_the_announcement_period():

@@ -64,7 +64,7 @@ class JointStateReader:
         buffer (qos.RING_CAPACITY bytes)."""
         if len(raw) == 0:
             return self.reject(f"message larger than the receive buffer ({RING_CAPACITY} bytes)")
-        buf = np.frombuffer(raw, dtype=np.uint8)
+        buf = wire.message_view(raw)
         meta = self._meta
         status = wire.parse_joint_state(buf, self._names_block, self._index, self._q, self._v, self._effort, meta)
         if status == wire.JS_NAMES_CHANGED:

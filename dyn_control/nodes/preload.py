@@ -51,7 +51,7 @@ def simulator_kernels(closed_chain=False):
     from ..simulation.builtin import BuiltinSimulator
     from ..urdf import load_urdf
     from . import rcl_io
-    from .wire import parse_float64_array
+    from .wire import message_view, parse_float64_array
     if closed_chain:
         from ..mappings import load_mapping
         from ..simulation.closed_chain import ClosedChainSimulator
@@ -65,7 +65,7 @@ def simulator_kernels(closed_chain=False):
         simulator = BuiltinSimulator(model, 1e-3)
         simulator.step(np.zeros(model.nv))
         simulator.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
-    parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8), np.zeros(1))
+    parse_float64_array(message_view(serialize_message(Float64MultiArray(data=[0.0]))), np.zeros(1))
     rcl_io.preload()
 
 

@@ -43,7 +43,7 @@ from .params import Param
 from .rcl_io import RawPublisher
 from .robot import joint_indices, load_robot
 from .timing import RealtimeLoop
-from .wire import RawMessage, markers, parse_float64_array
+from .wire import RawMessage, markers, message_view, parse_float64_array
 
 BACKENDS = ("builtin", "mujoco")
 
@@ -229,8 +229,7 @@ class SimulatorNode(LoopNode):
         c.applied_raw = RawMessage(applied, {"force": w[:3], "torque": w[3:]})
         c.joint_out, c.applied_out = RawPublisher(c.joint_pub, c.joint_raw), RawPublisher(c.applied_pub, c.applied_raw)
         # compile (or load) the command parser now
-        parse_float64_array(np.frombuffer(serialize_message(Float64MultiArray(data=[0.0])), dtype=np.uint8),
-                            c.received)
+        parse_float64_array(message_view(serialize_message(Float64MultiArray(data=[0.0]))), c.received)
         self.get_logger().info(f"robot {model.name!r} with {len(c.schedule)} scheduled wrenches; "
                                f"commands on {values['command_topic']}")
 
@@ -288,7 +287,7 @@ class SimulatorNode(LoopNode):
     def _tick(self, now):
         c = self._configured
         for raw in reversed(c.command_sub.take_all_raw()):
-            if parse_float64_array(np.frombuffer(raw, dtype=np.uint8), c.received) == c.received.shape[0]:
+            if parse_float64_array(message_view(raw), c.received) == c.received.shape[0]:
                 c.command[c.commanded] = c.received
                 c.command_time = now
                 break

@@ -32,6 +32,16 @@ JS_FOREIGN = 5          # none of the model's joints (another publisher's): igno
 META_SEC, META_NANOSEC, META_HAS_EFFORT, META_NAMES_START, META_NAMES_END, META_COUNT = range(6)
 
 
+def message_view(raw):
+    """The serialized message `raw` (bytes, as rclpy takes it, or a uint8 view of a receive buffer,
+    as rcl_io takes it) as a read-only uint8 array: the parsers always get this one argument type,
+    so the overload compiled at configure is the one the loop calls (a writable view is another
+    Numba type, which compiled in the loop's first tick)."""
+    view = np.frombuffer(raw, dtype=np.uint8)
+    view.flags.writeable = False
+    return view
+
+
 @njit(cache=True, inline="always")
 def _align(offset, n):
     return (offset + n - 1) // n * n
