@@ -3,7 +3,7 @@
 Numba compiles per argument type, never per robot, so running a loop's compiled calls once on the
 bundled arm leaves in the process (and in the Numba cache) exactly what a configure on any tree
 robot then calls with its own buffers: that configure finds them loaded. A node process starts this
-at once, on a thread of its own (`in_background`), so that the work (about 0.4 s CPU with a warm
+at once, on a thread of its own (`in_background`), so that the work (about 0.6 s CPU with a warm
 cache: Numba's first use and the cache loads; about a minute with an empty one) runs while the
 process is still being discovered and its configure request is on its way, not after it. A
 configure that comes earlier waits on Numba's compiler lock for what is still loading.
