@@ -89,12 +89,17 @@ class _Lagrangian:
         pinocchio.framesForwardKinematics(pm, pd, q)
         return q, G.T @ M @ G, pinocchio.computePotentialEnergy(pm, pd, q), pd.oMf[self.ee].translation.copy()
 
+    def flat_terms(self, theta):
+        _, M_a, V, p_ee = self.terms(theta)
+        return np.concatenate([M_a.ravel(), [V], p_ee])
+
     def acceleration(self, theta, dtheta, tau_a, force):
         q, M_a, _, _ = self.terms(theta)
         self.q = q
-        dM = central_difference(lambda x: self.terms(x)[1], theta)            # [i, j, k] = dM_ij / dtheta_k
-        dV = central_difference(lambda x: np.array([self.terms(x)[2]]), theta)[0]
-        J_a = central_difference(lambda x: self.terms(x)[3], theta)            # d p_ee / d theta (3, 2)
+        d = central_difference(self.flat_terms, theta)   # (M_a, V, p_ee) at once: one loop closure a point
+        dM = d[:4].reshape(2, 2, 2)                      # [i, j, k] = dM_ij / dtheta_k
+        dV = d[4]
+        J_a = d[5:8]                                     # d p_ee / d theta (3, 2)
         bias = (np.einsum("ijk,k,j->i", dM, dtheta, dtheta) - 0.5 * np.einsum("jki,j,k->i", dM, dtheta, dtheta)
                 + dV)
         return np.linalg.solve(M_a, tau_a + J_a.T @ force - bias)
