@@ -568,14 +568,31 @@ def _fast(kernel, model, data, contacts, inputs, derivatives=0):
             if type(x) is not float and x.dtype is not _F64:
                 return None
         if derivatives:
-            out = tuple([np.empty((nv, nv)) for _ in range(derivatives)] +
-                        [np.empty((m, nv)) for _ in range(derivatives)])
+            out = _derivative_outputs(nv, m, derivatives)
             status = kernel(model._buf, data._buf, *inputs, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
         else:
             out = np.empty(nv), np.empty(m)
             status = kernel(model._buf, data._buf, *inputs, ws.spec, ws.buf, *out)
     except _FAST_REFUSED:
         return None
+    return out if status == _cd.OK else None
+
+
+def _derivative_outputs(nv, m, blocks):
+    """New arrays for a derivative kernel: `blocks` (nv, nv) blocks, then `blocks` (m, nv) blocks."""
+    return tuple([np.empty((nv, nv)) for _ in range(blocks)] + [np.empty((m, nv)) for _ in range(blocks)])
+
+
+def _compiled_derivatives(fast_kernel, kernel, model, data, ws, inputs, blocks):
+    """The checked path's compiled derivative call on checked `inputs` (the kernel's arguments after
+    the packed buffers): its outputs (_derivative_outputs), or None when the kernel declines (a
+    singular M or G: the NumPy path)."""
+    out = _derivative_outputs(model.nv, ws.lam.shape[0], blocks)
+    args = (model._buf, data._buf, *inputs, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
+    try:
+        status = fast_kernel(*args)
+    except _FAST_REFUSED:
+        status = compiled_call(kernel, *args)
     return out if status == _cd.OK else None
 
 
@@ -642,15 +659,9 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
             if c.baumgarte:
                 raise ValueError(f"constrained_dynamics_derivatives needs zero Baumgarte gains ({c} has some)")
     else:
-        nv, m = model.nv, ws.lam.shape[0]
-        out = (np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv)), np.empty((m, nv)), np.empty((m, nv)),
-               np.empty((m, nv)))
-        args = (model._buf, data._buf, q, v, tau, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
-        try:
-            status = _fast_constrained_dynamics_derivatives(*args)
-        except _FAST_REFUSED:
-            status = compiled_call(_cdd.constrained_dynamics_derivatives, *args)
-        if status == _cd.OK:
+        out = _compiled_derivatives(_fast_constrained_dynamics_derivatives, _cdd.constrained_dynamics_derivatives,
+                                    model, data, ws, (q, v, tau), 3)
+        if out is not None:
             return out
     return _constrained_dynamics_derivatives_numpy(model, data, q, v, tau, contacts, resolved)
 
@@ -729,14 +740,9 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
     resolved = _check_contacts(model, contacts)
     ws = _workspace(model, data, resolved)
     if ws is not None:
-        nv, m = model.nv, ws.lam.shape[0]
-        out = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((m, nv)), np.empty((m, nv))
-        args = (model._buf, data._buf, q, v_minus, e, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
-        try:
-            status = _fast_impulse_dynamics_derivatives(*args)
-        except _FAST_REFUSED:
-            status = compiled_call(_cdd.impulse_dynamics_derivatives, *args)
-        if status == _cd.OK:
+        out = _compiled_derivatives(_fast_impulse_dynamics_derivatives, _cdd.impulse_dynamics_derivatives,
+                                    model, data, ws, (q, v_minus, e), 2)
+        if out is not None:
             return out
     return _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, resolved)
 
