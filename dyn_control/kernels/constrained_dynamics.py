@@ -24,6 +24,7 @@ from numba import njit
 from ..spatial import cross_force, dot6, inertia_times, phi_to_parent_add
 from . import entry as _e
 from .contact import world_motion
+from .packed import view
 
 OK = 0
 SINGULAR = 1        # M or G (numerically) singular: the NumPy path decides
@@ -360,21 +361,21 @@ def workspace_size(nv, m):
 def _views(ws, nv, m):
     """Named views of a workspace buffer (layout of workspace_size)."""
     o = 0
-    J = ws[o:o + m * nv].reshape((m, nv))
+    J = view(ws, o, (m, nv))
     o += m * nv
     gamma = ws[o:o + m]
     o += m
-    L = ws[o:o + nv * nv].reshape((nv, nv))
+    L = view(ws, o, (nv, nv))
     o += nv * nv
-    Y = ws[o:o + nv * m].reshape((nv, m))
+    Y = view(ws, o, (nv, m))
     o += nv * m
-    G = ws[o:o + m * m].reshape((m, m))
+    G = view(ws, o, (m, m))
     o += m * m
-    LG = ws[o:o + m * m].reshape((m, m))
+    LG = view(ws, o, (m, m))
     o += m * m
-    sides = ws[o:o + 48].reshape((2, 4, 6))
+    sides = view(ws, o, (2, 4, 6))
     o += 48
-    t = ws[o:o + 48].reshape((8, 6))
+    t = view(ws, o, (8, 6))
     return J, gamma, L, Y, G, LG, sides, t
 
 

@@ -35,6 +35,7 @@ from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleratio
                                    tree_solve_columns)
 from .contact import add_force_torque_derivatives, motion_derivatives
 from .inputs import all_finite
+from .packed import view
 from .rnea_derivatives import derivative_matrices, world_forces
 
 
@@ -52,21 +53,21 @@ def derivative_workspace_size(nv, m):
 def _derivative_views(dws, nv):
     """Named views of a derivative workspace buffer (layout of derivative_workspace_size)."""
     o = 0
-    tri = dws[o:o + 3 * nv * nv].reshape((3, nv, nv))    # ID's dtau/dq, dtau/dv, M
+    tri = view(dws, o, (3, nv, nv))   # ID's dtau/dq, dtau/dv, M
     o += 3 * nv * nv
-    W = dws[o:o + nv * nv].reshape((nv, nv))             # d(J^T lam)/dq at fixed lam
+    W = view(dws, o, (nv, nv))        # d(J^T lam)/dq at fixed lam
     o += nv * nv
-    sd = dws[o:o + 48 * nv].reshape((2, 4, 6, nv))       # per side: J, dV/dq, dA/dq, dA/dv (world)
+    sd = view(dws, o, (2, 4, 6, nv))  # per side: J, dV/dq, dA/dq, dA/dv (world)
     o += 48 * nv
-    dF = dws[o:o + 6 * nv].reshape((6, nv))              # d(wrench on a side)/dq
+    dF = view(dws, o, (6, nv))        # d(wrench on a side)/dq
     o += 6 * nv
-    vecs = dws[o:o + 2 * nv].reshape((2, nv))            # dv, w (impulse)
+    vecs = view(dws, o, (2, nv))      # dv, w (impulse)
     o += 2 * nv
-    cols = dws[o:o + nv].view(np.int64)                  # the columns a contact's rows depend on
+    cols = dws[o:o + nv].view(np.int64)  # the columns a contact's rows depend on
     o += nv
-    poses = dws[o:o + 48].reshape((2, 4, 6))             # R rows 0-2 in [:, 0:3, 0:3], p in row 3
+    poses = view(dws, o, (2, 4, 6))   # R rows 0-2 in [:, 0:3, 0:3], p in row 3
     o += 48
-    t = dws[o:o + 24 * 6].reshape((24, 6))               # scratch 6-vectors: contact_derivatives
+    t = view(dws, o, (24, 6))         # scratch 6-vectors: contact_derivatives
     return tri, W, sd, dF, vecs, cols, poses, t
 
 

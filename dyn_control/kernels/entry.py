@@ -29,6 +29,7 @@ from .kinematics import frame_jacobian as _frame_jacobian
 from .minverse import OK as MINV_OK
 from .minverse import aba_derivatives as _aba_derivatives
 from .minverse import minverse as _minverse
+from .packed import view
 from .regressor import regressor as _regressor
 from .rnea import gravity as _gravity
 from .rnea import rnea as _rnea
@@ -73,14 +74,12 @@ def vec(buf, field, n0):
 
 @njit(cache=True, inline="always")
 def mat(buf, field, n0, n1):
-    o = start(buf, field)
-    return buf[o:o + n0 * n1].reshape((n0, n1))
+    return view(buf, start(buf, field), (n0, n1))
 
 
 @njit(cache=True, inline="always")
 def cube(buf, field, n0, n1, n2):
-    o = start(buf, field)
-    return buf[o:o + n0 * n1 * n2].reshape((n0, n1, n2))
+    return view(buf, start(buf, field), (n0, n1, n2))
 
 
 @njit(cache=True, inline="always")
