@@ -98,3 +98,25 @@ def test_realtime_settings_are_best_effort():
     assert "realtime.priority 200" in warnings[0] and "realtime.cpu 100000" in warnings[1]
     assert result["affinity"] == {0}
     assert os.sched_getaffinity(0) != {0} or os.cpu_count() == 1
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_tick_cpu_time_is_the_threads_own(busy):
+    """The statistics keep each tick's duration and the loop thread's CPU time in it apart: a tick
+    that sleeps 4 ms uses next to no CPU; one that computes for 4 ms uses about that much."""
+    def tick(now):
+        end = time.monotonic() + 0.004
+        if not busy:
+            time.sleep(0.004)
+        while time.monotonic() < end:
+            pass
+    loop = RealtimeLoop("test", 0.010, tick)
+    loop.start()
+    wait_for(lambda: loop.stats.count >= 8)
+    loop.stop()
+    s = loop.stats.summary()
+    assert s["compute_p50"] >= 0.004
+    if busy:
+        assert s["cpu_p50"] > 0.5 * s["compute_p50"]
+    else:
+        assert s["cpu_p50"] < 0.25 * s["compute_p50"]

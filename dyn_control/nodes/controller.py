@@ -640,6 +640,8 @@ class ControllerNode(LoopNode):
                 "period max [ms]": f"{s['period_max'] * 1e3:.3f}",
                 "compute p50 [ms]": f"{s['compute_p50'] * 1e3:.3f}",
                 "compute p99 [ms]": f"{s['compute_p99'] * 1e3:.3f}",
+                "tick cpu p50 [ms]": f"{s['cpu_p50'] * 1e3:.3f}",
+                "tick cpu p99 [ms]": f"{s['cpu_p99'] * 1e3:.3f}",
                 "deadline misses": s["deadline_misses"],
                 "ticks": s["ticks"],
                 "safe mode": c.safe,

@@ -150,7 +150,8 @@ def loop_summary(recorder):
     if loop:
         print(f"controller: safe-mode entries {loop.get('watchdog trips', '?')}, deadline misses "
               f"{loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks, tick CPU p50 "
-              f"{loop.get('compute p50 [ms]', '?')} ms, p99 {loop.get('compute p99 [ms]', '?')} ms")
+              f"{loop.get('tick cpu p50 [ms]', '?')} ms, p99 {loop.get('tick cpu p99 [ms]', '?')} ms, tick "
+              f"duration p50 {loop.get('compute p50 [ms]', '?')} ms, p99 {loop.get('compute p99 [ms]', '?')} ms")
 
 
 def summary(recorder):
