@@ -264,16 +264,20 @@ def tree_factor(M, parents, L, threshold):
 
 
 @njit(cache=True)
-def tree_solve(L, parents, x):
-    """x <- M^-1 x in place with M = L^T L from tree_factor."""
-    n = L.shape[0]
-    for i in range(n - 1, -1, -1):  # L^T y = x
+def solve_lt(L, parents, x):
+    """x <- L^-T x, the first half of M^-1 x with M = L^T L from tree_factor (leaves to root)."""
+    for i in range(L.shape[0] - 1, -1, -1):
         x[i] /= L[i, i]
         j = parents[i]
         while j >= 0:
             x[j] -= L[i, j] * x[i]
             j = parents[j]
-    for i in range(n):  # L z = y
+
+
+@njit(cache=True)
+def solve_l(L, parents, x):
+    """x <- L^-1 x, the second half of M^-1 x (root to leaves)."""
+    for i in range(L.shape[0]):
         j = parents[i]
         while j >= 0:
             x[i] -= L[i, j] * x[j]
@@ -282,21 +286,45 @@ def tree_solve(L, parents, x):
 
 
 @njit(cache=True)
-def tree_solve_columns(L, parents, X):
-    """X <- M^-1 X in place for X (n, m), M = L^T L from tree_factor (rows inner: contiguous)."""
-    n = L.shape[0]
-    m = X.shape[1]
-    for i in range(n - 1, -1, -1):  # L^T Y = X
+def tree_solve(L, parents, x):
+    """x <- M^-1 x in place with M = L^T L from tree_factor."""
+    solve_lt(L, parents, x)
+    solve_l(L, parents, x)
+
+
+@njit(cache=True, inline="always")
+def _zero_row(x):
+    for value in x:
+        if value != 0.0:
+            return False
+    return True
+
+
+@njit(cache=True)
+def solve_lt_columns(L, parents, X):
+    """X <- L^-T X for X (n, m) (rows inner: contiguous). A row still zero when its turn comes
+    changes nothing and is skipped: for contact rows, whose columns are zero outside the supports
+    of the contact bodies, the work is over those supports only."""
+    for i in range(L.shape[0] - 1, -1, -1):
+        row = X[i]
+        if _zero_row(row):
+            continue
         d = L[i, i]
-        for c in range(m):
-            X[i, c] /= d
+        for c in range(row.shape[0]):
+            row[c] /= d
         j = parents[i]
         while j >= 0:
             lij = L[i, j]
-            for c in range(m):
-                X[j, c] -= lij * X[i, c]
+            for c in range(row.shape[0]):
+                X[j, c] -= lij * row[c]
             j = parents[j]
-    for i in range(n):  # L Z = Y
+
+
+@njit(cache=True)
+def solve_l_columns(L, parents, X):
+    """X <- L^-1 X for X (n, m)."""
+    m = X.shape[1]
+    for i in range(L.shape[0]):
         j = parents[i]
         while j >= 0:
             lij = L[i, j]
@@ -309,10 +337,21 @@ def tree_solve_columns(L, parents, X):
 
 
 @njit(cache=True)
+def tree_solve_columns(L, parents, X):
+    """X <- M^-1 X in place for X (n, m), M = L^T L from tree_factor."""
+    solve_lt_columns(L, parents, X)
+    solve_l_columns(L, parents, X)
+
+
+@njit(cache=True)
 def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
     """With x = rhs_dynamics and rhs_c on entry: x <- the KKT solution, lam <- its multipliers of
-    M x - J^T lam = rhs_dynamics, J x = rhs_c. Y = M^-1 J^T (nv, m) and G, LG (m, m) are scratch.
-    False (x, lam undefined) when M or G is numerically singular."""
+    M x - J^T lam = rhs_dynamics, J x = rhs_c. With M = L^T L (tree_factor) and Z = L^-T J^T, whose
+    rows are zero outside the supports of the contact bodies (solve_lt_columns works there only):
+        G = J M^-1 J^T = Z^T Z,   lam = G^-1 (rhs_c - Z^T z),   x = L^-1 (z + Z lam),   z = L^-T x.
+    On return Y (nv, m) holds Z (solve_l_columns(L, parents, Y) makes it M^-1 J^T, as the derivative
+    kernels use it); G, LG (m, m) are scratch. False (x, lam undefined) when M or G is numerically
+    singular."""
     nv = M.shape[0]
     m = J.shape[0]
     if not tree_factor(M, parents, L, SINGULAR_M):
@@ -320,27 +359,31 @@ def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
     for i in range(nv):
         for j in range(m):
             Y[i, j] = J[j, i]
-    tree_solve_columns(L, parents, Y)
-    tree_solve(L, parents, x)
+    solve_lt_columns(L, parents, Y)
+    solve_lt(L, parents, x)
+    G[:, :] = 0.0
     for i in range(m):
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(nv):
-                s += J[i, k] * Y[k, j]
-            G[i, j] = s
-            G[j, i] = s
-        s = rhs_c[i]
-        for k in range(nv):
-            s -= J[i, k] * x[k]
-        lam[i] = s
+        lam[i] = rhs_c[i]
+    for k in range(nv):
+        z = Y[k]
+        if _zero_row(z):
+            continue
+        for i in range(m):
+            lam[i] -= z[i] * x[k]
+            for j in range(i + 1):
+                G[i, j] += z[i] * z[j]
+    for i in range(m):
+        for j in range(i):
+            G[j, i] = G[i, j]
     if not cholesky(G, LG, SINGULAR_G):
         return False
     cholesky_solve(LG, lam)
-    for i in range(nv):
+    for k in range(nv):
         s = 0.0
         for j in range(m):
-            s += Y[i, j] * lam[j]
-        x[i] += s
+            s += Y[k, j] * lam[j]
+        x[k] += s
+    solve_l(L, parents, x)
     return True
 
 

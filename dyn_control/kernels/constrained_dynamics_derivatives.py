@@ -3,8 +3,8 @@ of Partial Derivatives of Rigid-Body Inverse Dynamics", secs. XI.1 and XII.1; th
 is the NumPy code of dyn_control/contact.py, whose terms these kernels reproduce one for one).
 
 Each entry kernel first runs its forward kernel (kernels/constrained_dynamics.py), which leaves in
-the workspace the rows J, the tree-sparse factor L of M (M = L^T L), Y = M^-1 J^T and the Cholesky
-factor LG of the Delassus matrix G = J M^-1 J^T. Differentiating the KKT system at the solution
+the workspace the rows J, the tree-sparse factor L of M (M = L^T L), Z = L^-T J^T (completed here
+to Y = M^-1 J^T = L^-1 Z) and the Cholesky factor LG of the Delassus matrix G = J M^-1 J^T. Differentiating the KKT system at the solution
 gives, for every column at once, the same system with other right-hand sides (eq. 314 / 426),
     [M  -J^T] [dx  ]   [rhs_d]
     [J    0 ] [dlam] = [rhs_c],     dlam = G^-1 (rhs_c - J M^-1 rhs_d),   dx = M^-1 rhs_d + Y dlam,
@@ -32,7 +32,7 @@ from ..spatial import cross_force, cross_motion
 from . import entry as _e
 from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleration,
                                    row_of_motion, side_pose, solve_constrained, solve_impulse,
-                                   tree_solve_columns)
+                                   solve_l_columns, tree_solve_columns)
 from .contact import add_force_torque_derivatives, motion_derivatives
 from .inputs import all_finite
 from .packed import view
@@ -557,6 +557,7 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
     J, gamma, L, Y, G, LG, sides, _ = _views(ws, nb, m)
     tri, W, sd, dF, vecs, cols, poses, t = _derivative_views(dws, nb)
     parents = _e.ints(model, _e.PARENTS, nb)
+    solve_l_columns(L, parents, Y)      # Y = M^-1 J^T from the forward solve's L^-T J^T
     base_accel = _e.vec(model, _e.BASE_ACCEL, 6)
     # ID's derivatives at the solution (eqs. 316, 317), on the forward pass's kinematics
     if not _inverse_dynamics_derivatives(model, data, nb, _e.mat(data, _e.OV, nb, 6), v, a, base_accel, tri):
@@ -608,6 +609,7 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws,
     J, gamma, L, Y, G, LG, sides, _ = _views(ws, nb, m)
     tri, W, sd, dF, vecs, cols, poses, t = _derivative_views(dws, nb)
     parents = _e.ints(model, _e.PARENTS, nb)
+    solve_l_columns(L, parents, Y)      # Y = M^-1 J^T from the forward solve's L^-T J^T
     jump = vecs[0]
     w = vecs[1]
     for i in range(nb):
