@@ -32,7 +32,8 @@ def _detached(n):
 
 @njit(cache=True)
 def _fields(flat, offsets):
-    return field2(flat, offsets, 1, 2, 3), field3(flat, offsets, 2, 2, 1, 2), field4(flat, offsets, 0, 1, 1, 2, 2)
+    return (field2(flat, offsets, 1, 2, 3), field3(flat, offsets, 2, 2, 1, 2),
+            field4(flat, offsets, 0, 1, 1, 2, 2))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int64])

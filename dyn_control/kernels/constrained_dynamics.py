@@ -9,8 +9,8 @@ Baumgarte gains (those stay on the NumPy path).
 
 M and b(q, v) come from the world motion computed for the rows (world_dynamics: crba's and the
 inverse dynamics' sums in the root frame), so the kinematics run once a call. The solve goes
-through the tree-sparse factor of M (Featherstone's LTL) and the Cholesky factor of the Delassus
-matrix G = J M^-1 J^T:
+through the tree-sparse factor of M = L^T L (Featherstone's LTL) and the Cholesky factor of the
+Delassus matrix G = J M^-1 J^T = Z^T Z, Z = L^-T J^T (delassus_solve):
     lam = G^-1 (-gamma - J M^-1 (tau - b)),   a = M^-1 (tau - b) + M^-1 J^T lam.
 A kernel returns SINGULAR, leaving the answer to the NumPy path (least squares on the whole KKT
 matrix, or the pseudo-inverse of G for redundant rows), when a pivot of M falls below the relative
@@ -283,13 +283,6 @@ def solve_l(L, parents, x):
             x[i] -= L[i, j] * x[j]
             j = parents[j]
         x[i] /= L[i, i]
-
-
-@njit(cache=True)
-def tree_solve(L, parents, x):
-    """x <- M^-1 x in place with M = L^T L from tree_factor."""
-    solve_lt(L, parents, x)
-    solve_l(L, parents, x)
 
 
 @njit(cache=True, inline="always")

@@ -4,8 +4,9 @@ is the NumPy code of dyn_control/contact.py, whose terms these kernels reproduce
 
 Each entry kernel first runs its forward kernel (kernels/constrained_dynamics.py), which leaves in
 the workspace the rows J, the tree-sparse factor L of M (M = L^T L), Z = L^-T J^T (completed here
-to Y = M^-1 J^T = L^-1 Z) and the Cholesky factor LG of the Delassus matrix G = J M^-1 J^T. Differentiating the KKT system at the solution
-gives, for every column at once, the same system with other right-hand sides (eq. 314 / 426),
+to Y = M^-1 J^T = L^-1 Z) and the Cholesky factor LG of the Delassus matrix G = J M^-1 J^T.
+Differentiating the KKT system at the solution gives, for every column at once, the same system
+with other right-hand sides (eq. 314 / 426),
     [M  -J^T] [dx  ]   [rhs_d]
     [J    0 ] [dlam] = [rhs_c],     dlam = G^-1 (rhs_c - J M^-1 rhs_d),   dx = M^-1 rhs_d + Y dlam,
 solved with those factors (nothing is factored again).

@@ -7,9 +7,8 @@ offsets, and takes named views (`field1`..`field4`, no copy, nothing allocated o
 Python code reads and writes the same fields as attributes.
 
 `view` is the one way the kernels take a shaped field of a flat buffer. Numba's `reshape` calls a
-C helper to work out the strides (some 17 ns a view, 0.2-0.6 us of an entry kernel's call, and
-about 60 ms of compile time at each call site); `view` knows them (C order) and builds the array in
-a few instructions.
+C helper to work out the strides (some 17 ns a view: 0.2-0.6 us of an entry kernel's call); `view`
+knows them (C order) and builds the array in a few instructions.
 """
 import numpy as np
 from numba import njit, types
