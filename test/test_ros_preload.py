@@ -19,8 +19,9 @@ from oracles import robot_urdf
 from dyn_control.nodes import cli
 from dyn_control.robots import config_dir
 
-PROBE = r"""
-import json, sys
+# the start of both scripts below: `added` records every kernel signature compiled or loaded
+RECORD_COMPILES = r"""
+import json, sys, threading, time
 import rclpy
 from numba.core.dispatcher import Dispatcher
 added = []
@@ -29,6 +30,9 @@ def recording(self, cres):
     added.append(self.py_func.__qualname__)
     return add_overload(self, cres)
 Dispatcher.add_overload = recording
+"""
+
+PROBE = RECORD_COMPILES + r"""
 from dyn_control.nodes import controller, preload, simulator
 kind, params = sys.argv[1], sys.argv[2]
 node_class = controller.ControllerNode if kind == "controller" else simulator.SimulatorNode
@@ -69,17 +73,8 @@ def test_configure_of_a_closed_chain_compiles_nothing_after_the_preload(kind):
     assert result["configure_added"] == []
 
 
-LOOPS = r"""
-import json, sys, threading, time
-import rclpy
-from numba.core.dispatcher import Dispatcher
+LOOPS = RECORD_COMPILES + r"""
 from rclpy.executors import MultiThreadedExecutor
-added = []
-add_overload = Dispatcher.add_overload
-def recording(self, cres):
-    added.append(self.py_func.__qualname__)
-    return add_overload(self, cres)
-Dispatcher.add_overload = recording
 from dyn_control.nodes import controller, simulator
 rclpy.init(args=["--ros-args", "--params-file", sys.argv[1]])
 nodes = [controller.ControllerNode(), simulator.SimulatorNode()]
