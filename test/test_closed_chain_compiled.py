@@ -222,9 +222,11 @@ def test_default_tree_state_and_frame_jacobian(model, mapping, pin):
 # the compiled controller tick, closed loop with the compiled simulation
 
 
-def _closed_loop(model, mapping, pin, force, seconds=4.0, push=(2.0, 3.0)):
+def _closed_loop(model, mapping, pin, force, seconds=4.0, push=(2.0, 3.0), stall=(0.0, 0.0)):
     """Computed torque at 1 kHz on the compiled tick against the compiled simulation, `force` (world
-    axes) at the end effector during `push`. Returns per-tick records."""
+    axes) at the end effector during `push`; no tick during `stall` (start, end) (the simulation
+    holds the last torque; the next tick's step is the time since the last one). Returns per-tick
+    records."""
     pinocchio, pm, pd = pin
     ee = pm.getFrameId("end_effector")
     tick = ClosedChainTick(model, mapping, np.array(ACTIVE), "end_effector", 200)
@@ -237,27 +239,33 @@ def _closed_loop(model, mapping, pin, force, seconds=4.0, push=(2.0, 3.0)):
     s[T.S_WRENCH_DAMPING] = 1e-3
     s[T.S_ESTIMATE] = s[T.S_GRADIENTS] = s[T.S_WANT_WRENCH] = 1.0
     records = []
+    last = 0.0
     for k in range(round(seconds * 1e3)):
         t = k * 1e-3
-        f.q[:], f.v[:], f.effort[:] = sim.q, sim.v, sim.effort
-        if k == 0:
-            f.centre[:] = sim.q
-        s[T.S_T], s[T.S_NEW_SAMPLE], s[T.S_RESET], s[T.S_DT], s[T.S_HAS_EFFORT] = t, 1.0, k == 0, 1e-3, 1.0
-        tick.tick()
-        pinocchio.framesForwardKinematics(pm, pd, sim.q)
-        normal = pd.oMf[ee].translation / np.linalg.norm(pd.oMf[ee].translation)
         pushing = push[0] <= t < push[1]
-        applied = force if pushing else np.zeros(3)
-        records.append((t, f.q_d[ACTIVE] - sim.q[ACTIVE], f.wrench.copy(), applied - normal * (normal @ applied)))
+        if not stall[0] <= t < stall[1]:
+            f.q[:], f.v[:], f.effort[:] = sim.q, sim.v, sim.effort
+            if k == 0:
+                f.centre[:] = sim.q
+            s[T.S_T], s[T.S_NEW_SAMPLE], s[T.S_RESET], s[T.S_DT], s[T.S_HAS_EFFORT] = t, 1.0, k == 0, t - last, 1.0
+            tick.tick()
+            last = t
+            pinocchio.framesForwardKinematics(pm, pd, sim.q)
+            normal = pd.oMf[ee].translation / np.linalg.norm(pd.oMf[ee].translation)
+            applied = force if pushing else np.zeros(3)
+            records.append((t, f.q_d[ACTIVE] - sim.q[ACTIVE], f.wrench.copy(),
+                            applied - normal * (normal @ applied)))
         sim.step(f.tau, np.concatenate([np.zeros(3), force]) if pushing else None,
                  "end_effector" if pushing else None)
     assert s[S_CLOSURE_FAILURES] == 0 and s[T.S_ESTIMATOR_RESETS] == 0 and s[T.S_NON_FINITE] == 0
     return records
 
 
-def test_tick_estimates_the_tangent_force_at_the_end_effector(model, mapping, pin):
+@pytest.mark.parametrize("stall", [(0.0, 0.0), (2.5, 2.53)], ids=["every sample", "30 ms without samples"])
+def test_tick_estimates_the_tangent_force_at_the_end_effector(model, mapping, pin, stall):
+    """Also when the samples of 30 ms are missed while pushed: one observer step of 30 ms then."""
     force = np.array([0.0, 1.2, -0.6])
-    records = _closed_loop(model, mapping, pin, force)
+    records = _closed_loop(model, mapping, pin, force, stall=stall)
     t = np.array([r[0] for r in records])
     error = np.array([r[1] for r in records])
     wrench = np.array([r[2] for r in records])

@@ -13,8 +13,9 @@ q only warm-start the loop closure, and the tree velocity is rebuilt as v = G dt
    - the generalized-momentum observer (De Luca and Mattone 2003) on p_a = M_a dtheta_a = G^T M v,
        dp_a/dt = tau_a + tau_ext + G^T (C^T v - g) + Gdot^T M v
      (from the tree's dp/dt = tau + C^T v - g projected by G^T, G^T K^T = 0 removing the loop's
-     constraint forces), so r = K_O (p_a - p0 - sum dt (tau_applied + G^T (C^T v - g) + Gdot^T M v + r))
-     estimates the external torque at the actuated joints;
+     constraint forces), so r = K_O (p_a - p0 - sum dt (tau_applied + r + (beta_k-1 + beta_k) / 2)),
+     beta = G^T (C^T v - g) + Gdot^T M v at the samples that bound the step (tick.py), estimates
+     the external torque at the actuated joints;
    - the acceleration estimate of theta_a (low-passed difference of dtheta_a, as tick.py);
    - the gradient window of the reduced regressor Y_a = G^T Y(q, v, G ddtheta_a + Gdot dtheta_a)
      (tau_a = Y_a phi): sum_YY = sum Y_a^T Y_a, sum_Yt = sum Y_a^T tau_a, so dL/dphi = sum_YY phi - sum_Yt;
@@ -70,7 +71,8 @@ def float_fields(nb, na, nc, window, ncontrolled):
         ("q_sample", (nv,)), ("effort", (nv,)), ("q_d", (nv,)), ("v_d", (nv,)), ("a_d", (nv,)), ("tau", (nv,)),
         ("command", (ncontrolled,)), ("tau_applied", (na,)), ("wrench", (6,)), ("gradient", (npar,)),
         # estimator state: tau_ext in tree order (zero on the passive joints)
-        ("p0", (na,)), ("integral", (na,)), ("tau_ext", (nv,)), ("dtheta_prev", (na,)), ("acceleration", (na,)),
+        ("p0", (na,)), ("integral", (na,)), ("drift_prev", (na,)), ("tau_ext", (nv,)), ("dtheta_prev", (na,)),
+        ("acceleration", (na,)),
         ("Y_ring", (window, na, npar)), ("tau_ring", (window, na)), ("sum_YY", (npar, npar)), ("sum_Yt", (npar,)),
         # workspace
         ("Gdot", (nv, na)), ("M", (nv, nv)), ("C", (nv, nv)), ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)),
@@ -90,9 +92,9 @@ def int_fields(nb, na, nc, ncontrolled):
 _F = field_indices(float_fields(1, 1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1, 1, 1))
 (S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
- V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P0, INTEGRAL, TAU_EXT, DTHETA_PREV, ACCELERATION,
- Y_RING, TAU_RING, SUM_YY, SUM_YT, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_, V_BODY,
- VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED) = (
+ V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P0, INTEGRAL, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
+ ACCELERATION, Y_RING, TAU_RING, SUM_YY, SUM_YT, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_,
+ V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
 CONTROLLED, TICK_DIMS = _I["controlled"], _I["tick_dims"]
 
@@ -353,7 +355,7 @@ def _reset_estimators(f, fo, ints, io):
     dims = field1(ints, io, CHAIN_DIMS, 6)
     nb, na = dims[0], dims[1]
     s = field1(f, fo, S, NS_CHAIN)
-    _momentum(f, fo, ints, io, nb, na, field1(f, fo, P0, na))
+    _momentum_terms(f, fo, ints, io, field1(f, fo, P0, na), field1(f, fo, DRIFT_PREV, na))
     field1(f, fo, INTEGRAL, na)[:] = 0.0
     field1(f, fo, TAU_EXT, nb)[:] = 0.0
     field1(f, fo, ACCELERATION, na)[:] = 0.0
@@ -366,33 +368,25 @@ def _reset_estimators(f, fo, ints, io):
 
 
 @njit(cache=True, nogil=True)
-def _estimators_step(f, fo, ints, io, dt):
-    """Observer, acceleration filter and the gradient window over one sample step of dt seconds
-    (module docstring, 3.). False (the caller resets) when a result is not finite."""
+def _momentum_terms(f, fo, ints, io, momentum, drift):
+    """At the current sample: momentum = p_a = G^T M v and drift = G^T (C^T v - g) + Gdot^T M v, the
+    terms of dp_a/dt = tau_a + drift + tau_ext (g from this tick's field g). Call while oS and oV
+    are the loop closure's (crba and coriolis_matrix overwrite them). False when not finite."""
     dims = field1(ints, io, CHAIN_DIMS, 6)
     nb, na, nc, body_a = dims[0], dims[1], dims[2], dims[3]
     nv = nb
-    npar = 10 * nb
-    window = field1(ints, io, TICK_DIMS, 3)[0]
-    s = field1(f, fo, S, NS_CHAIN)
     parents = field1(ints, io, PARENTS, nb)
-    active = field1(ints, io, ACTIVE, na)
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V, nv)
     g = field1(f, fo, G_TREE, nv)
     Gm = field2(f, fo, G, nv, na)
     Gdot = field2(f, fo, GDOT, nv, na)
-    tau_applied = field1(f, fo, TAU_APPLIED, na)
     tmp6 = field2(f, fo, TMP6, 12, 6)
-    reduced = field2(f, fo, REDUCED, 4, na)
-    # Gdot, while oS and oV are the loop closure's (crba and coriolis_matrix overwrite them)
     completion_jacobian_rate(parents, field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
                              field1(f, fo, SIGN, nv), body_a, field2(f, fo, R_A, 3, 3), field1(f, fo, P_A, 3),
                              field1(ints, io, COMPONENTS, nc), field2(f, fo, K_P, nc, nc),
                              field1(ints, io, PIVOTS, nc), field1(ints, io, PASSIVE, nc), Gm,
                              field1(f, fo, RHS, nc), tmp6, Gdot)
-    # momentum observer: dp_a/dt = tau_a + tau_ext + G^T (C^T v - g) + Gdot^T M v
-    momentum = reduced[2]
     if not _momentum(f, fo, ints, io, nb, na, momentum):
         return False
     C = field2(f, fo, C_, nv, nv)
@@ -410,17 +404,45 @@ def _estimators_step(f, fo, ints, io, dt):
         for j in range(nv):
             ctv += C[j, i] * v[j]
         tree_term[i] = ctv - g[i]
-    drift = reduced[3]
     project(Gm, tree_term, drift)
-    r = field1(f, fo, TAU_EXT, nv)
-    integral = field1(f, fo, INTEGRAL, na)
-    p0 = field1(f, fo, P0, na)
-    gain = field1(f, fo, OBSERVER_GAIN, na)
     for i in range(na):
         total = drift[i]
         for k in range(nv):
             total += Gdot[k, i] * Mv[k]
-        integral[i] += dt * (tau_applied[i] + total + r[active[i]])
+        drift[i] = total
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _estimators_step(f, fo, ints, io, dt):
+    """Observer, acceleration filter and the gradient window over one sample step of dt seconds
+    (module docstring, 3.). False (the caller resets) when a result is not finite."""
+    dims = field1(ints, io, CHAIN_DIMS, 6)
+    nb, na = dims[0], dims[1]
+    nv = nb
+    npar = 10 * nb
+    window = field1(ints, io, TICK_DIMS, 3)[0]
+    s = field1(f, fo, S, NS_CHAIN)
+    parents = field1(ints, io, PARENTS, nb)
+    active = field1(ints, io, ACTIVE, na)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V, nv)
+    Gm = field2(f, fo, G, nv, na)
+    tau_applied = field1(f, fo, TAU_APPLIED, na)
+    tmp6 = field2(f, fo, TMP6, 12, 6)
+    reduced = field2(f, fo, REDUCED, 4, na)
+    # momentum observer (module docstring, 3.), C^T v - g by the trapezoidal rule as tick.py's
+    momentum, drift = reduced[2], reduced[3]
+    if not _momentum_terms(f, fo, ints, io, momentum, drift):
+        return False
+    r = field1(f, fo, TAU_EXT, nv)
+    integral = field1(f, fo, INTEGRAL, na)
+    drift_prev = field1(f, fo, DRIFT_PREV, na)
+    p0 = field1(f, fo, P0, na)
+    gain = field1(f, fo, OBSERVER_GAIN, na)
+    for i in range(na):
+        integral[i] += dt * (tau_applied[i] + r[active[i]] + 0.5 * (drift_prev[i] + drift[i]))
+        drift_prev[i] = drift[i]
     for i in range(na):
         r[active[i]] = gain[i] * (momentum[i] - p0[i] - integral[i])
     if not _all_finite(r):

@@ -9,9 +9,11 @@ which needs no joint acceleration. The observer (De Luca and Mattone, ICRA 2003)
     r = K_O (p(t) - p(0) - integral_0^t (tau + C^T qd - g + r) ds)
 
 gives rdot = K_O (tau_ext - r): r follows tau_ext through a first-order low-pass of bandwidth
-K_O [1/s] per joint (time constant 1 / K_O). The integral is a rectangle sum at the sample rate
-with the torque applied over the last step and the state at its end; with K_O dt << 1 the discrete
-filter is stable and its lag is the continuous one.
+K_O [1/s] per joint (time constant 1 / K_O). The integral is summed step by step: the torque
+applied over the step (held), the last estimate r, and beta = C^T qd - g by the trapezoidal rule
+over the samples that bound the step, so that its error stays O(dt^3) per step on a moving robot
+(the rectangle rule's dt^2 / 2 dbeta/dt grows fast with dt when samples are missed). With
+K_O dt << 1 the discrete filter is stable and its lag is the continuous one.
 """
 import numpy as np
 
@@ -35,7 +37,9 @@ class MomentumObserver:
         self.integral = np.zeros(nv)     # integral of (tau + C^T qd - g + r)
         self.r = np.zeros(nv)            # the estimate of tau_ext
         self._p = np.zeros(nv)           # M(q) qd
-        self._beta = np.zeros(nv)        # C^T qd - g, then plus tau and r
+        self._beta = np.zeros(nv)        # C^T qd - g at this sample
+        self._beta_prev = np.zeros(nv)   # ... and at the last one
+        self._step = np.zeros(nv)        # the integral's increment
         self._zero = np.zeros(nv)
         self.initialized = False
 
@@ -46,6 +50,7 @@ class MomentumObserver:
         M = crba(self.model, self.data, q)
         require_finite("v", v)
         np.dot(M, v, out=self.p0)
+        self._model_terms(q, v, self._beta_prev)
         self.integral[:] = 0.0
         self.r[:] = 0.0
         self.initialized = True
@@ -75,20 +80,27 @@ class MomentumObserver:
         v = as_vector("v", v, nv)
         tau_applied = as_vector("tau_applied", tau_applied, nv)
         require_finite("tau_applied", tau_applied)
-        model, data, beta = self.model, self.data, self._beta
-        C = coriolis_matrix(model, data, q, v)
-        np.dot(C.T, v, out=beta)
-        beta -= rnea(model, data, q, self._zero, self._zero)     # - g(q)
-        beta += tau_applied
-        beta += self.r
-        beta *= self.dt
-        self.integral += beta
-        np.dot(crba(model, data, q), v, out=self._p)
+        beta, step = self._beta, self._step
+        self._model_terms(q, v, beta)
+        # integral += dt (tau_applied + r + (beta_prev + beta) / 2)
+        np.add(self._beta_prev, beta, out=step)
+        step *= 0.5
+        step += tau_applied
+        step += self.r
+        step *= self.dt
+        self.integral += step
+        self._beta_prev[:] = beta
+        np.dot(crba(self.model, self.data, q), v, out=self._p)
         # r = K_O (p - p0 - integral)
         self._p -= self.p0
         self._p -= self.integral
         np.multiply(self.gain, self._p, out=self.r)
         return copy_out(self.r, out)
+
+    def _model_terms(self, q, v, out):
+        """out = C(q, v)^T v - g(q)."""
+        np.dot(coriolis_matrix(self.model, self.data, q, v).T, v, out=out)
+        out -= rnea(self.model, self.data, q, self._zero, self._zero)
 
 
 def wrench_from_joint_torque(model, data, q, tau_ext, frame, damping=1e-3):

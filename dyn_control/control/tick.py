@@ -7,7 +7,8 @@ and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on the
    caller wrote (trajectories); joints not controlled follow their measured state;
 2. on a new joint-state sample, once per tick whatever the backlog, with dt the stamp difference:
    - the generalized-momentum observer (De Luca and Mattone 2003; see momentum_observer.py)
-       r = K_O (M(q) v - p0 - sum dt (tau_applied + C(q, v)^T v - g(q) + r)),
+       r = K_O (M(q) v - p0 - sum dt (tau_applied + r + (beta_k-1 + beta_k) / 2)),
+     beta = C(q, v)^T v - g(q) at the samples that bound the step,
    - the acceleration estimate, a low-passed difference of velocities (AccelerationFilter),
    - the gradient window as running sums: with Y_k the regressor of sample k (tau = Y phi),
        sum_YY = sum_k Y_k^T Y_k,  sum_Yt = sum_k Y_k^T tau_k   over the last `window` samples,
@@ -64,8 +65,8 @@ def float_fields(nb, nv, window, ncontrolled):
         ("tau", (nv,)), ("command", (ncontrolled,)), ("tau_applied", (nv,)), ("wrench", (6,)),
         ("gradient", (npar,)), ("twist_gradient", (6 * nb,)), ("s", (NS,)),
         # estimator state
-        ("p0", (nv,)), ("integral", (nv,)), ("tau_ext", (nv,)), ("v_prev", (nv,)), ("acceleration", (nv,)),
-        ("Y_ring", (window, nv, npar)), ("samples", (window, 4, nv)), ("sum_YY", (npar, npar)),
+        ("p0", (nv,)), ("integral", (nv,)), ("drift_prev", (nv,)), ("tau_ext", (nv,)), ("v_prev", (nv,)),
+        ("acceleration", (nv,)), ("Y_ring", (window, nv, npar)), ("samples", (window, 4, nv)), ("sum_YY", (npar, npar)),
         ("sum_Yt", (npar,)), ("twist_ring", (window, 6 * nb)), ("twist_sum", (6 * nb,)),
         # workspace of the kernels
         ("R", (nb, 3, 3)), ("p", (nb, 3)), ("V", (nb, 6)), ("Vdot", (nb, 6)), ("F", (nb, 6)),
@@ -87,10 +88,10 @@ _F = field_indices(float_fields(1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1))
 (SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING,
  OBSERVER_GAIN, CENTRE, AMPLITUDE, Q, V_, EFFORT, Q_D, V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH,
- GRADIENT, TWIST_GRADIENT, S, P0, INTEGRAL, TAU_EXT, V_PREV, ACCELERATION, Y_RING, SAMPLES, SUM_YY,
- SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP, OS, OV, OPSI, OIC,
- OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS, ETA_POSE, DTAU_DETA, J_,
- A_, G_, ZERO, F_EXT_ZERO, SCRATCH) = range(len(_F))
+ GRADIENT, TWIST_GRADIENT, S, P0, INTEGRAL, DRIFT_PREV, TAU_EXT, V_PREV, ACCELERATION, Y_RING,
+ SAMPLES, SUM_YY, SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP,
+ OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
+ ETA_POSE, DTAU_DETA, J_, A_, G_, ZERO, F_EXT_ZERO, SCRATCH) = range(len(_F))
 PARENTS, SUBTREE_END, PATH, CONTROLLED, DIMS = range(len(_I))
 
 
@@ -142,7 +143,7 @@ class TickBuffers:
         for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST,
                   S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
             s[k] = 0.0
-        for array in (f.p0, f.integral, f.tau_ext, f.acceleration, f.tau):
+        for array in (f.p0, f.integral, f.drift_prev, f.tau_ext, f.acceleration, f.tau):
             array[:] = 0.0
         self.clear_window()
 
@@ -372,19 +373,8 @@ def _reset_estimators(f, fo, ints, io):
     nb = dims[0]
     nv = nb
     s = field1(f, fo, S, NS)
-    q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
-    M = field2(f, fo, M_, nv, nv)
-    parents, screw_axes, home_R, home_p, phi, _ = _model(f, fo, ints, io, nb)
-    crba(parents, screw_axes, home_R, home_p, phi, q, field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3),
-         field3(f, fo, OR, nb, 3, 3), field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6),
-         field2(f, fo, PHI_COMPOSITE, nb, 10), field2(f, fo, BODY_F, nb, 6), M)
-    p0 = field1(f, fo, P0, nv)
-    for i in range(nv):
-        total = 0.0
-        for j in range(nv):
-            total += M[i, j] * v[j]
-        p0[i] = total
+    _momentum_terms(f, fo, ints, io, field1(f, fo, P0, nv), field1(f, fo, DRIFT_PREV, nv))
     field1(f, fo, INTEGRAL, nv)[:] = 0.0
     field1(f, fo, TAU_EXT, nv)[:] = 0.0
     field1(f, fo, ACCELERATION, nv)[:] = 0.0
@@ -395,6 +385,39 @@ def _reset_estimators(f, fo, ints, io):
     field1(f, fo, SUM_YY, 100 * nb * nb)[:] = 0.0
     field1(f, fo, SUM_YT, 10 * nb)[:] = 0.0
     field1(f, fo, TWIST_SUM, 6 * nb)[:] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _momentum_terms(f, fo, ints, io, momentum, drift):
+    """At the current sample: momentum = M(q) v and drift = C(q, v)^T v - g(q), the terms of
+    pdot = tau + drift + tau_ext (g from this tick's field g); M and C into their fields."""
+    nb = field1(ints, io, DIMS, 4)[0]
+    nv = nb
+    parents, screw_axes, home_R, home_p, phi, _ = _model(f, fo, ints, io, nb)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V_, nv)
+    g = field1(f, fo, G_, nv)
+    R = field3(f, fo, R_, nb, 3, 3)
+    p = field2(f, fo, P_, nb, 3)
+    oR = field3(f, fo, OR, nb, 3, 3)
+    op = field2(f, fo, OP, nb, 3)
+    oS = field2(f, fo, OS, nb, 6)
+    M = field2(f, fo, M_, nv, nv)
+    C = field2(f, fo, C_, nv, nv)
+    coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS,
+                    field2(f, fo, OV, nb, 6), field2(f, fo, OPSI, nb, 6), field3(f, fo, OIC, nb, 6, 6),
+                    field3(f, fo, OBC, nb, 6, 6), field3(f, fo, X_, nb, 6, 6), field2(f, fo, TMP6, 12, 6),
+                    field3(f, fo, TMP66, 2, 6, 6), C)
+    crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, field2(f, fo, PHI_COMPOSITE, nb, 10),
+         field2(f, fo, BODY_F, nb, 6), M)
+    for i in range(nv):
+        ctv = 0.0
+        mv = 0.0
+        for j in range(nv):
+            ctv += C[j, i] * v[j]
+            mv += M[i, j] * v[j]
+        drift[i] = ctv - g[i]
+        momentum[i] = mv
 
 
 @njit(cache=True, nogil=True)
@@ -409,7 +432,6 @@ def _estimators_step(f, fo, ints, io, dt):
     parents, screw_axes, home_R, home_p, phi, base_accel = _model(f, fo, ints, io, nb)
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
-    g = field1(f, fo, G_, nv)
     tau_applied = field1(f, fo, TAU_APPLIED, nv)
     R = field3(f, fo, R_, nb, 3, 3)
     p = field2(f, fo, P_, nb, 3)
@@ -417,30 +439,21 @@ def _estimators_step(f, fo, ints, io, dt):
     op = field2(f, fo, OP, nb, 3)
     oS = field2(f, fo, OS, nb, 6)
     tmp6 = field2(f, fo, TMP6, 12, 6)
-    M = field2(f, fo, M_, nv, nv)
-    C = field2(f, fo, C_, nv, nv)
     scratch = field2(f, fo, SCRATCH, 4, nv)
-    momentum = scratch[3]
+    momentum, drift = scratch[3], scratch[2]
 
-    # momentum observer: integral += dt (tau_applied + C^T v - g + r); r = K_O (M v - p0 - integral)
-    coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS,
-                    field2(f, fo, OV, nb, 6), field2(f, fo, OPSI, nb, 6), field3(f, fo, OIC, nb, 6, 6),
-                    field3(f, fo, OBC, nb, 6, 6), field3(f, fo, X_, nb, 6, 6), tmp6,
-                    field3(f, fo, TMP66, 2, 6, 6), C)
-    crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, field2(f, fo, PHI_COMPOSITE, nb, 10),
-         field2(f, fo, BODY_F, nb, 6), M)
+    # momentum observer: r = K_O (M v - p0 - integral), the integral over the step of the held
+    # tau_applied, the last r and, by the trapezoidal rule, C^T v - g (accurate also over a step of
+    # tens of ms, after samples were missed)
+    _momentum_terms(f, fo, ints, io, momentum, drift)
     r = field1(f, fo, TAU_EXT, nv)
     integral = field1(f, fo, INTEGRAL, nv)
+    drift_prev = field1(f, fo, DRIFT_PREV, nv)
     p0 = field1(f, fo, P0, nv)
     gain = field1(f, fo, OBSERVER_GAIN, nv)
     for i in range(nv):
-        ctv = 0.0
-        mv = 0.0
-        for j in range(nv):
-            ctv += C[j, i] * v[j]
-            mv += M[i, j] * v[j]
-        integral[i] += dt * (tau_applied[i] + ctv - g[i] + r[i])
-        momentum[i] = mv
+        integral[i] += dt * (tau_applied[i] + r[i] + 0.5 * (drift_prev[i] + drift[i]))
+        drift_prev[i] = drift[i]
     for i in range(nv):
         r[i] = gain[i] * (momentum[i] - p0[i] - integral[i])
     if not _all_finite(r):
