@@ -11,6 +11,12 @@ Timeline on the stamps (t = 0 at the first ~/desired): sine reference 0.3 rad, 0
 joint; tracking measured from 2 s to the onset of a 10 N tip force that the simulator applies from
 3.5 s on its own clock (the onset is read from ~/applied_wrench); the estimate is checked with no
 force from 1 s to the onset, and from 0.5 s after the onset on.
+
+This shared 2-core VM sometimes stops a process for tens of ms. The controller then misses samples
+and its observer takes one long step (accurate: the applied torque was held); after a gap in its
+samples longer than the watchdog timeout it restarts the observer, whose estimate then settles
+again from zero. Those restarts and the watchdog trips are allowed only where the recorded DDS
+source timestamps show such a stall, and the estimate is not judged within SETTLING of a restart.
 """
 import numpy as np
 import pytest
@@ -34,6 +40,7 @@ FORCE = [0.0, 0.0, -10.0]
 PULSE_START, RUN_TIME = 3.5, 8.0
 TRACKING_START, NO_FORCE_START = 2.0, 1.0
 SETTLING = 0.5
+WATCHDOG = 0.05    # [s] the controller's default watchdog_timeout
 
 
 def parameters(robot, backend, gravity="controller"):
@@ -77,6 +84,29 @@ def seconds(run, stamps):
     return (stamps - run["t0"]) * 1e-9
 
 
+def longest_gap(times):
+    return np.diff(np.sort(times)).max() * 1e-9 if len(times) > 1 else 0.0
+
+
+def stalls(run):
+    """Gaps over the watchdog timeout in the DDS source timestamps [ns] of the joint states (the
+    simulator stopped) or of the commands (the controller stopped): (start, end) pairs."""
+    r = run["recorder"]
+    found = []
+    for times in (r.source_times("joint_states"), r.command_times()):
+        times = np.sort(times)
+        gap = np.flatnonzero(np.diff(times) > WATCHDOG * 1e9)
+        found += [(times[k], times[k + 1]) for k in gap]
+    return found
+
+
+def observer_restarts(run):
+    """Stamps of the estimates after a gap over the watchdog timeout in the samples the controller
+    used (the stamps of consecutive estimates): the only places the observer restarts."""
+    t = run["recorder"].stamps("wrench_estimate")
+    return t[1:][np.diff(t) > WATCHDOG * 1e9]
+
+
 def test_tracking_error_rms(run):
     t, error = run["recorder"].tracking_error()
     window = (seconds(run, t) >= TRACKING_START) & (t < run["onset"])
@@ -104,6 +134,10 @@ def test_force_estimate_follows_the_applied_force(run):
     r = run["recorder"]
     t = r.stamps("wrench_estimate")
     after = t >= run["onset"] + SETTLING * 1e9
+    restarts = observer_restarts(run)
+    assert len(restarts) <= len(stalls(run)), f"observer restarts at {restarts} without a stall"
+    for restart in restarts:
+        after &= ~((t >= restart) & (t < restart + SETTLING * 1e9))
     assert after.sum() > 40, f"only {after.sum()} estimates from {SETTLING} s after the onset on"
     applied = run["applied"][np.searchsorted(run["applied_t"], t[after])][:, 3:]
     np.testing.assert_allclose(applied, np.tile(FORCE, (after.sum(), 1)))
@@ -115,13 +149,20 @@ def test_force_estimate_without_force(run):
     r = run["recorder"]
     t = r.stamps("wrench_estimate")
     window = (seconds(run, t) >= NO_FORCE_START) & (t < run["onset"])
+    for restart in observer_restarts(run):
+        window &= ~((t >= restart) & (t < restart + SETTLING * 1e9))
     assert window.sum() > 100
     force = np.linalg.norm(r.values("wrench_estimate")[window, 3:], axis=1)
     assert force.max() < 0.5, f"largest estimated force without contact {force.max():.3f} N"
 
 
 def test_the_watchdog_never_trips_while_joint_states_flow(run):
-    """The controller's own count (its last /diagnostics while active): no safe mode in the run."""
+    """The controller's own count (its last /diagnostics while active): no safe mode in the run,
+    but for a stall of the simulator or the controller over the watchdog timeout."""
     loop = run["recorder"].diagnostics["dyn_controller: control loop"]
     assert int(loop["ticks"]) > 1000
-    assert loop["watchdog trips"] == "0"
+    found = stalls(run)
+    assert int(loop["watchdog trips"]) <= len(found), (
+        f"{loop['watchdog trips']} watchdog trips; longest gaps of the joint states "
+        f"{longest_gap(run['recorder'].source_times('joint_states')):.3f} s, of the commands "
+        f"{longest_gap(run['recorder'].command_times()):.3f} s")

@@ -124,6 +124,15 @@ def drain(subscription):
     return messages
 
 
+def next_message(subscription, timeout=5.0):
+    """The next message to arrive (one is due every 0.1 s; a stalled machine may delay it)."""
+    deadline = time.monotonic() + timeout
+    while (msg := subscription.take()) is None:
+        assert time.monotonic() < deadline, f"no message in {timeout} s"
+        time.sleep(0.01)
+    return msg
+
+
 def state(positions=Q, velocities=V, names=JOINTS, effort=EFFORT):
     return JointState(name=list(names), position=list(positions), velocity=list(velocities), effort=list(effort))
 
@@ -347,8 +356,7 @@ def test_parameter_gradient_matches_the_regressor(active):
     _, injector = active
     time.sleep(WINDOW / 200.0 + 0.2)
     drain(injector.gradients)
-    time.sleep(0.3)
-    msg = drain(injector.gradients)[-1]
+    msg = next_message(injector.gradients)
     Y = pin.computeJointTorqueRegressor(PIN_MODEL, PIN_DATA, Q, V, np.zeros(7))
     Y = Y.reshape(7, 7, 10)[:, :, OURS_FROM_PIN_PARAM].reshape(7, 70)
     residual = EFFORT - pin.rnea(PIN_MODEL, PIN_DATA, Q, V, np.zeros(7))

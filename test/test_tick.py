@@ -127,22 +127,22 @@ def pin_momentum_terms(q, v):
 
 
 def test_observer_and_acceleration_filter_against_their_recursions():
-    """r_k = K (M_k v_k - p0 - I_k), I_k = I_{k-1} + dt (tau_k + r_{k-1} + (beta_{k-1} + beta_k) / 2)
-    with beta = C^T v - g, and a_k = a_{k-1} + alpha ((v_k - v_{k-1}) / dt - a_{k-1}), with
-    Pinocchio's M, C and g."""
+    """r_k = r_{k-1} + (1 - exp(-K dt)) (tau_mean - r_{k-1}) with the momentum balance's
+    tau_mean = (p_k - p_{k-1}) / dt - tau_k - (beta_{k-1} + beta_k) / 2, p = M v, beta = C^T v - g,
+    and a_k = a_{k-1} + alpha ((v_k - v_{k-1}) / dt - a_{k-1}), with Pinocchio's M, C and g."""
     rng = np.random.default_rng(4)
     q, v, effort = trajectory(rng, 60)
     tick = make_tick()
     feed(tick, q[0], v[0], effort[0], reset=True)
-    p0, beta_prev = pin_momentum_terms(q[0], v[0])
-    integral, r, a = np.zeros(NV), np.zeros(NV), np.zeros(NV)
+    p_prev, beta_prev = pin_momentum_terms(q[0], v[0])
+    r, a = np.zeros(NV), np.zeros(NV)
     alpha = DT / (DT + 1.0 / (2.0 * np.pi * CUTOFF))
     for k in range(1, len(q)):
         feed(tick, q[k], v[k], effort[k])
-        momentum, beta = pin_momentum_terms(q[k], v[k])
-        integral += DT * (effort[k] + r + 0.5 * (beta_prev + beta))
-        beta_prev = beta
-        r = GAIN * (momentum - p0 - integral)
+        p, beta = pin_momentum_terms(q[k], v[k])
+        tau_mean = (p - p_prev) / DT - effort[k] - 0.5 * (beta_prev + beta)
+        r += (1.0 - np.exp(-GAIN * DT)) * (tau_mean - r)
+        p_prev, beta_prev = p, beta
         a += alpha * ((v[k] - v[k - 1]) / DT - a)
     np.testing.assert_allclose(tick.f.tau_ext, r, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(tick.f.acceleration, a, rtol=1e-12, atol=1e-12)
@@ -266,4 +266,4 @@ def test_a_reset_restarts_the_window_and_the_observer():
     feed(tick, q[-1], v[-1], effort[-1], reset=True)
     assert tick.s[T.S_COUNT] == 0
     assert np.all(tick.f.tau_ext == 0.0)
-    np.testing.assert_allclose(tick.f.p0, pin.crba(PIN, PIN_DATA, q[-1]) @ v[-1], rtol=1e-10)
+    np.testing.assert_allclose(tick.f.p_prev, pin_momentum_terms(q[-1], v[-1])[0], rtol=1e-10)

@@ -13,9 +13,8 @@ q only warm-start the loop closure, and the tree velocity is rebuilt as v = G dt
    - the generalized-momentum observer (De Luca and Mattone 2003) on p_a = M_a dtheta_a = G^T M v,
        dp_a/dt = tau_a + tau_ext + G^T (C^T v - g) + Gdot^T M v
      (from the tree's dp/dt = tau + C^T v - g projected by G^T, G^T K^T = 0 removing the loop's
-     constraint forces), so r = K_O (p_a - p0 - sum dt (tau_applied + r + (beta_k-1 + beta_k) / 2)),
-     beta = G^T (C^T v - g) + Gdot^T M v at the samples that bound the step (tick.py), estimates
-     the external torque at the actuated joints;
+     constraint forces); its step is tick.py's with beta = G^T (C^T v - g) + Gdot^T M v, and r
+     estimates the external torque at the actuated joints;
    - the acceleration estimate of theta_a (low-passed difference of dtheta_a, as tick.py);
    - the gradient window of the reduced regressor Y_a = G^T Y(q, v, G ddtheta_a + Gdot dtheta_a)
      (tau_a = Y_a phi): sum_YY = sum Y_a^T Y_a, sum_Yt = sum Y_a^T tau_a, so dL/dphi = sum_YY phi - sum_Yt;
@@ -53,7 +52,7 @@ from ..model import PARAMETER_NAMES
 from .tick import (NS, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ERROR_COUNT, S_ERROR_SQ, S_ESTIMATE,
                    S_ESTIMATOR_RESETS, S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT,
                    S_NON_FINITE, S_OMEGA, S_POINT, S_RESET, S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT,
-                   S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, TickBuffers, cholesky_solve)
+                   S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, TickBuffers, cholesky_solve, observer_step)
 
 S_CLOSURE_FAILURES = NS          # ticks whose loop closure failed (zero torque commanded)
 NS_CHAIN = NS + 1
@@ -71,8 +70,7 @@ def float_fields(nb, na, nc, window, ncontrolled):
         ("q_sample", (nv,)), ("effort", (nv,)), ("q_d", (nv,)), ("v_d", (nv,)), ("a_d", (nv,)), ("tau", (nv,)),
         ("command", (ncontrolled,)), ("tau_applied", (na,)), ("wrench", (6,)), ("gradient", (npar,)),
         # estimator state: tau_ext in tree order (zero on the passive joints)
-        ("p0", (na,)), ("integral", (na,)), ("drift_prev", (na,)), ("tau_ext", (nv,)), ("dtheta_prev", (na,)),
-        ("acceleration", (na,)),
+        ("p_prev", (na,)), ("drift_prev", (na,)), ("tau_ext", (nv,)), ("dtheta_prev", (na,)), ("acceleration", (na,)),
         ("Y_ring", (window, na, npar)), ("tau_ring", (window, na)), ("sum_YY", (npar, npar)), ("sum_Yt", (npar,)),
         # workspace
         ("Gdot", (nv, na)), ("M", (nv, nv)), ("C", (nv, nv)), ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)),
@@ -92,7 +90,7 @@ def int_fields(nb, na, nc, ncontrolled):
 _F = field_indices(float_fields(1, 1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1, 1, 1))
 (S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
- V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P0, INTEGRAL, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
+ V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P_PREV, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
  ACCELERATION, Y_RING, TAU_RING, SUM_YY, SUM_YT, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_,
  V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
@@ -142,12 +140,13 @@ class ClosedChainTick(TickBuffers):
         return self.f.v
 
     def shift_momentum(self, old_model):
-        """After set_model: shift the observer's p0 by the change of G^T M(q) v at the current sample."""
+        """After set_model: shift the observer's last momentum by the change of G^T M(q) v at the current
+        sample."""
         from ..dynamics import crba as crba_api
         f = self.f
         shift = crba_api(self.model, self.model.create_data(), f.q) @ f.v
         shift -= crba_api(old_model, old_model.create_data(), f.q) @ f.v
-        f.p0 += f.G.T @ shift
+        f.p_prev += f.G.T @ shift
 
     def warm_up(self):
         super().warm_up()
@@ -355,8 +354,7 @@ def _reset_estimators(f, fo, ints, io):
     dims = field1(ints, io, CHAIN_DIMS, 6)
     nb, na = dims[0], dims[1]
     s = field1(f, fo, S, NS_CHAIN)
-    _momentum_terms(f, fo, ints, io, field1(f, fo, P0, na), field1(f, fo, DRIFT_PREV, na))
-    field1(f, fo, INTEGRAL, na)[:] = 0.0
+    _momentum_terms(f, fo, ints, io, field1(f, fo, P_PREV, na), field1(f, fo, DRIFT_PREV, na))
     field1(f, fo, TAU_EXT, nb)[:] = 0.0
     field1(f, fo, ACCELERATION, na)[:] = 0.0
     field1(f, fo, DTHETA_PREV, na)[:] = field1(f, fo, DTHETA, na)
@@ -431,20 +429,18 @@ def _estimators_step(f, fo, ints, io, dt):
     tau_applied = field1(f, fo, TAU_APPLIED, na)
     tmp6 = field2(f, fo, TMP6, 12, 6)
     reduced = field2(f, fo, REDUCED, 4, na)
-    # momentum observer (module docstring, 3.), C^T v - g by the trapezoidal rule as tick.py's
+    # momentum observer (module docstring, 3.)
     momentum, drift = reduced[2], reduced[3]
     if not _momentum_terms(f, fo, ints, io, momentum, drift):
         return False
     r = field1(f, fo, TAU_EXT, nv)
-    integral = field1(f, fo, INTEGRAL, na)
-    drift_prev = field1(f, fo, DRIFT_PREV, na)
-    p0 = field1(f, fo, P0, na)
-    gain = field1(f, fo, OBSERVER_GAIN, na)
+    r_a = reduced[0]        # r in the actuated coordinates (row 0 is free until the torque)
     for i in range(na):
-        integral[i] += dt * (tau_applied[i] + r[active[i]] + 0.5 * (drift_prev[i] + drift[i]))
-        drift_prev[i] = drift[i]
+        r_a[i] = r[active[i]]
+    observer_step(dt, momentum, drift, tau_applied, field1(f, fo, OBSERVER_GAIN, na), field1(f, fo, P_PREV, na),
+                  field1(f, fo, DRIFT_PREV, na), r_a)
     for i in range(na):
-        r[active[i]] = gain[i] * (momentum[i] - p0[i] - integral[i])
+        r[active[i]] = r_a[i]
     if not _all_finite(r):
         return False
 

@@ -2,18 +2,26 @@
 
 The generalized momentum p = M(q) qd obeys (since Mdot = C + C^T)
 
-    pdot = tau + C(q, qd)^T qd - g(q) + tau_ext,
+    pdot = tau + beta + tau_ext,   beta = C(q, qd)^T qd - g(q),
 
 which needs no joint acceleration. The observer (De Luca and Mattone, ICRA 2003)
 
-    r = K_O (p(t) - p(0) - integral_0^t (tau + C^T qd - g + r) ds)
+    r = K_O (p(t) - p(0) - integral_0^t (tau + beta + r) ds)
 
 gives rdot = K_O (tau_ext - r): r follows tau_ext through a first-order low-pass of bandwidth
-K_O [1/s] per joint (time constant 1 / K_O). The integral is summed step by step: the torque
-applied over the step (held), the last estimate r, and beta = C^T qd - g by the trapezoidal rule
-over the samples that bound the step, so that its error stays O(dt^3) per step on a moving robot
-(the rectangle rule's dt^2 / 2 dbeta/dt grows fast with dt when samples are missed). With
-K_O dt << 1 the discrete filter is stable and its lag is the continuous one.
+K_O [1/s] per joint (time constant 1 / K_O). Sampled, each step of dt takes from the momentum
+balance the mean external torque over the step,
+
+    tau_mean = (p_k - p_k-1) / dt - tau - (beta_k-1 + beta_k) / 2,
+
+with the applied torque tau held over the step and beta by the trapezoidal rule (its error
+O(dt^3): a step of tens of ms, after missed samples, stays accurate on a moving robot), and
+relaxes r toward it as the continuous observer does over dt:
+
+    r_k = r_k-1 + (1 - exp(-K_O dt)) (tau_mean - r_k-1),
+
+exact for an external torque constant over the step, stable for any K_O dt, and to first order in
+K_O dt the integral form above.
 """
 import numpy as np
 
@@ -33,31 +41,28 @@ class MomentumObserver:
         self.nv = nv
         self.gain = gain
         self.dt = dt
-        self.p0 = np.zeros(nv)           # M(q0) qd0
-        self.integral = np.zeros(nv)     # integral of (tau + C^T qd - g + r)
         self.r = np.zeros(nv)            # the estimate of tau_ext
-        self._p = np.zeros(nv)           # M(q) qd
-        self._beta = np.zeros(nv)        # C^T qd - g at this sample
-        self._beta_prev = np.zeros(nv)   # ... and at the last one
-        self._step = np.zeros(nv)        # the integral's increment
+        self.p_prev = np.zeros(nv)       # M(q) qd at the last sample
+        self._p = np.zeros(nv)           # ... at this one
+        self._beta_prev = np.zeros(nv)   # C^T qd - g at the last sample
+        self._beta = np.zeros(nv)        # ... at this one
+        self._tau_mean = np.zeros(nv)
+        self._relax = 1.0 - np.exp(-gain * dt)
         self._zero = np.zeros(nv)
         self.initialized = False
 
     def reset(self, q, v):
-        """Start observing at state (q, v): p(0) = M(q) v, estimate zero."""
+        """Start observing at state (q, v), estimate zero."""
         q = as_vector("q", q, self.nv)
         v = as_vector("v", v, self.nv)
-        M = crba(self.model, self.data, q)
         require_finite("v", v)
-        np.dot(M, v, out=self.p0)
-        self._model_terms(q, v, self._beta_prev)
-        self.integral[:] = 0.0
+        self._momentum_terms(q, v, self.p_prev, self._beta_prev)
         self.r[:] = 0.0
         self.initialized = True
 
     def set_model(self, model, q, v):
         """Use another model of the same robot from now on (e.g. adapted inertial parameters) at the
-        current state (q, v): p(0) shifts by the change of the momentum M(q) v, so the estimate goes
+        current state (q, v): the last momentum shifts by the change of M(q) v, so the estimate goes
         on without a jump."""
         if model.nv != self.nv:
             raise ValueError(f"model must have nv = {self.nv} like the current one, got {model.nv}")
@@ -67,7 +72,7 @@ class MomentumObserver:
         old = crba(self.model, self.data, q) @ v
         self.model = model
         self.data = model.create_data()
-        self.p0 += crba(model, self.data, q) @ v - old
+        self.p_prev += crba(model, self.data, q) @ v - old
 
     def update(self, q, v, tau_applied, out=None):
         """One sample: the state (q, v) now and the joint torque applied over the last step.
@@ -80,27 +85,27 @@ class MomentumObserver:
         v = as_vector("v", v, nv)
         tau_applied = as_vector("tau_applied", tau_applied, nv)
         require_finite("tau_applied", tau_applied)
-        beta, step = self._beta, self._step
-        self._model_terms(q, v, beta)
-        # integral += dt (tau_applied + r + (beta_prev + beta) / 2)
-        np.add(self._beta_prev, beta, out=step)
-        step *= 0.5
-        step += tau_applied
-        step += self.r
-        step *= self.dt
-        self.integral += step
+        require_finite("v", v)
+        p, beta, tau_mean = self._p, self._beta, self._tau_mean
+        self._momentum_terms(q, v, p, beta)
+        # tau_mean = (p - p_prev) / dt - tau_applied - (beta_prev + beta) / 2
+        np.subtract(p, self.p_prev, out=tau_mean)
+        tau_mean /= self.dt
+        tau_mean -= tau_applied
+        tau_mean -= 0.5 * (self._beta_prev + beta)
+        # r += (1 - exp(-K_O dt)) (tau_mean - r)
+        tau_mean -= self.r
+        tau_mean *= self._relax
+        self.r += tau_mean
+        self.p_prev[:] = p
         self._beta_prev[:] = beta
-        np.dot(crba(self.model, self.data, q), v, out=self._p)
-        # r = K_O (p - p0 - integral)
-        self._p -= self.p0
-        self._p -= self.integral
-        np.multiply(self.gain, self._p, out=self.r)
         return copy_out(self.r, out)
 
-    def _model_terms(self, q, v, out):
-        """out = C(q, v)^T v - g(q)."""
-        np.dot(coriolis_matrix(self.model, self.data, q, v).T, v, out=out)
-        out -= rnea(self.model, self.data, q, self._zero, self._zero)
+    def _momentum_terms(self, q, v, p, beta):
+        """p = M(q) v, beta = C(q, v)^T v - g(q)."""
+        np.dot(crba(self.model, self.data, q), v, out=p)
+        np.dot(coriolis_matrix(self.model, self.data, q, v).T, v, out=beta)
+        beta -= rnea(self.model, self.data, q, self._zero, self._zero)
 
 
 def wrench_from_joint_torque(model, data, q, tau_ext, frame, damping=1e-3):

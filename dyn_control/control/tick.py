@@ -6,9 +6,11 @@ and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on the
 1. the reference (q_d, v_d, a_d): a sine about `centre` (amplitude zero: hold), or a point the
    caller wrote (trajectories); joints not controlled follow their measured state;
 2. on a new joint-state sample, once per tick whatever the backlog, with dt the stamp difference:
-   - the generalized-momentum observer (De Luca and Mattone 2003; see momentum_observer.py)
-       r = K_O (M(q) v - p0 - sum dt (tau_applied + r + (beta_k-1 + beta_k) / 2)),
-     beta = C(q, v)^T v - g(q) at the samples that bound the step,
+   - the generalized-momentum observer (De Luca and Mattone 2003; see momentum_observer.py):
+     from the momentum balance the mean external torque over the step,
+       tau_mean = (p_k - p_k-1) / dt - tau_applied - (beta_k-1 + beta_k) / 2,
+     p = M(q) v, beta = C(q, v)^T v - g(q), and r relaxes toward it as rdot = K_O (tau_ext - r)
+     does, exactly: r += (1 - exp(-K_O dt)) (tau_mean - r),
    - the acceleration estimate, a low-passed difference of velocities (AccelerationFilter),
    - the gradient window as running sums: with Y_k the regressor of sample k (tau = Y phi),
        sum_YY = sum_k Y_k^T Y_k,  sum_Yt = sum_k Y_k^T tau_k   over the last `window` samples,
@@ -65,8 +67,8 @@ def float_fields(nb, nv, window, ncontrolled):
         ("tau", (nv,)), ("command", (ncontrolled,)), ("tau_applied", (nv,)), ("wrench", (6,)),
         ("gradient", (npar,)), ("twist_gradient", (6 * nb,)), ("s", (NS,)),
         # estimator state
-        ("p0", (nv,)), ("integral", (nv,)), ("drift_prev", (nv,)), ("tau_ext", (nv,)), ("v_prev", (nv,)),
-        ("acceleration", (nv,)), ("Y_ring", (window, nv, npar)), ("samples", (window, 4, nv)), ("sum_YY", (npar, npar)),
+        ("p_prev", (nv,)), ("drift_prev", (nv,)), ("tau_ext", (nv,)), ("v_prev", (nv,)), ("acceleration", (nv,)),
+        ("Y_ring", (window, nv, npar)), ("samples", (window, 4, nv)), ("sum_YY", (npar, npar)),
         ("sum_Yt", (npar,)), ("twist_ring", (window, 6 * nb)), ("twist_sum", (6 * nb,)),
         # workspace of the kernels
         ("R", (nb, 3, 3)), ("p", (nb, 3)), ("V", (nb, 6)), ("Vdot", (nb, 6)), ("F", (nb, 6)),
@@ -88,7 +90,7 @@ _F = field_indices(float_fields(1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1))
 (SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING,
  OBSERVER_GAIN, CENTRE, AMPLITUDE, Q, V_, EFFORT, Q_D, V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH,
- GRADIENT, TWIST_GRADIENT, S, P0, INTEGRAL, DRIFT_PREV, TAU_EXT, V_PREV, ACCELERATION, Y_RING,
+ GRADIENT, TWIST_GRADIENT, S, P_PREV, DRIFT_PREV, TAU_EXT, V_PREV, ACCELERATION, Y_RING,
  SAMPLES, SUM_YY, SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP,
  OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
  ETA_POSE, DTAU_DETA, J_, A_, G_, ZERO, F_EXT_ZERO, SCRATCH) = range(len(_F))
@@ -143,7 +145,7 @@ class TickBuffers:
         for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST,
                   S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
             s[k] = 0.0
-        for array in (f.p0, f.integral, f.drift_prev, f.tau_ext, f.acceleration, f.tau):
+        for array in (f.p_prev, f.drift_prev, f.tau_ext, f.acceleration, f.tau):
             array[:] = 0.0
         self.clear_window()
 
@@ -187,12 +189,12 @@ class ControllerTick(TickBuffers):
         self.twist_labels = [f"{joint}/{c}" for joint in model.joint_names for c in TWIST_COMPONENTS]
 
     def shift_momentum(self, old_model):
-        """After set_model: shift the observer's p0 by the change of M(q) v at the current sample,
-        so the estimate goes on without a jump (call once, with the model used before)."""
+        """After set_model: shift the observer's last momentum by the change of M(q) v at the current
+        sample, so the estimate goes on without a jump (call once, with the model used before)."""
         from ..dynamics import crba as crba_api
         q, v = self.f.q, self.f.v
-        self.f.p0 += crba_api(self.model, self.model.create_data(), q) @ v
-        self.f.p0 -= crba_api(old_model, old_model.create_data(), q) @ v
+        self.f.p_prev += crba_api(self.model, self.model.create_data(), q) @ v
+        self.f.p_prev -= crba_api(old_model, old_model.create_data(), q) @ v
 
     def window_samples(self):
         """The gradient window's samples (count, 4, nv): q, v, a, tau, oldest first (a copy)."""
@@ -374,8 +376,7 @@ def _reset_estimators(f, fo, ints, io):
     nv = nb
     s = field1(f, fo, S, NS)
     v = field1(f, fo, V_, nv)
-    _momentum_terms(f, fo, ints, io, field1(f, fo, P0, nv), field1(f, fo, DRIFT_PREV, nv))
-    field1(f, fo, INTEGRAL, nv)[:] = 0.0
+    _momentum_terms(f, fo, ints, io, field1(f, fo, P_PREV, nv), field1(f, fo, DRIFT_PREV, nv))
     field1(f, fo, TAU_EXT, nv)[:] = 0.0
     field1(f, fo, ACCELERATION, nv)[:] = 0.0
     field1(f, fo, V_PREV, nv)[:] = v
@@ -421,6 +422,19 @@ def _momentum_terms(f, fo, ints, io, momentum, drift):
 
 
 @njit(cache=True, nogil=True)
+def observer_step(dt, momentum, drift, tau_applied, gain, p_prev, drift_prev, r):
+    """One step of the momentum observer (module docstring, 2.): the mean external torque over the
+    step from the momentum balance, the applied torque held, the drift by the trapezoidal rule (so
+    a step of tens of ms after missed samples stays accurate), and r's exact relaxation toward it
+    (stable for any K_O dt). Then the momentum and drift become the previous ones."""
+    for i in range(r.shape[0]):
+        tau_mean = (momentum[i] - p_prev[i]) / dt - tau_applied[i] - 0.5 * (drift_prev[i] + drift[i])
+        r[i] += (1.0 - math.exp(-gain[i] * dt)) * (tau_mean - r[i])
+        p_prev[i] = momentum[i]
+        drift_prev[i] = drift[i]
+
+
+@njit(cache=True, nogil=True)
 def _estimators_step(f, fo, ints, io, dt):
     """Observer, acceleration filter and the gradient windows over one sample step of dt seconds.
     False (the caller resets) when a result is not finite."""
@@ -442,20 +456,11 @@ def _estimators_step(f, fo, ints, io, dt):
     scratch = field2(f, fo, SCRATCH, 4, nv)
     momentum, drift = scratch[3], scratch[2]
 
-    # momentum observer: r = K_O (M v - p0 - integral), the integral over the step of the held
-    # tau_applied, the last r and, by the trapezoidal rule, C^T v - g (accurate also over a step of
-    # tens of ms, after samples were missed)
+    # momentum observer (module docstring, 2.)
     _momentum_terms(f, fo, ints, io, momentum, drift)
     r = field1(f, fo, TAU_EXT, nv)
-    integral = field1(f, fo, INTEGRAL, nv)
-    drift_prev = field1(f, fo, DRIFT_PREV, nv)
-    p0 = field1(f, fo, P0, nv)
-    gain = field1(f, fo, OBSERVER_GAIN, nv)
-    for i in range(nv):
-        integral[i] += dt * (tau_applied[i] + r[i] + 0.5 * (drift_prev[i] + drift[i]))
-        drift_prev[i] = drift[i]
-    for i in range(nv):
-        r[i] = gain[i] * (momentum[i] - p0[i] - integral[i])
+    observer_step(dt, momentum, drift, tau_applied, field1(f, fo, OBSERVER_GAIN, nv), field1(f, fo, P_PREV, nv),
+                  field1(f, fo, DRIFT_PREV, nv), r)
     if not _all_finite(r):
         return False
 

@@ -62,9 +62,13 @@ class PolledSubscription:
                       if ring_capacity and rcl_io.available(self.subscription) else None)
 
     def take(self):
-        with self._handle:
-            taken = self._handle.take_message(self._msg_type, False)
+        taken = self.take_with_info()
         return None if taken is None else taken[0]
+
+    def take_with_info(self):
+        """(message, message info dict with "source_timestamp" [ns]) or None."""
+        with self._handle:
+            return self._handle.take_message(self._msg_type, False)
 
     def take_raw(self):
         """(serialized message as bytes, message info dict with "source_timestamp" [ns]) or None."""

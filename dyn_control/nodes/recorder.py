@@ -1,6 +1,6 @@
 """Captures a closed loop's topics by polling (no executor, a few us per message): /joint_states,
 the controller's ~/desired and ~/wrench_estimate, the simulator's ~/applied_wrench, the DDS source
-timestamps of the commands, and the latest /diagnostics of each node. Used by the demo's status
+timestamps of these and of the commands, and the latest /diagnostics of each node. Used by the demo's status
 line, plot and summary, and by the tests. Messages are matched by their stamps: the controller
 stamps its outputs with the stamp of the joint state they were computed from.
 """
@@ -51,10 +51,11 @@ class Recorder:
         count = 0
         for key, (subscription, convert) in self._subscriptions.items():
             rows = self._rows[key]
-            while (msg := subscription.take()) is not None:
+            while (taken := subscription.take_with_info()) is not None:
+                msg, info = taken
                 if isinstance(msg, JointState):
                     self.names.setdefault(key, list(msg.name))
-                rows.append((stamp_ns(msg.header.stamp), convert(msg)))
+                rows.append((stamp_ns(msg.header.stamp), convert(msg), info["source_timestamp"]))
                 count += 1
         while (taken := self._commands.take_raw()) is not None:
             self._command_times.append(taken[1]["source_timestamp"])
@@ -71,15 +72,19 @@ class Recorder:
         return np.array(self._command_times, dtype=np.int64)
 
     def stamps(self, key):
-        return np.array([t for t, _ in self._rows[key]], dtype=np.int64)
+        return np.array([row[0] for row in self._rows[key]], dtype=np.int64)
+
+    def source_times(self, key):
+        """DDS source timestamps [ns] of one topic's messages (when the publisher sent them)."""
+        return np.array([row[2] for row in self._rows[key]], dtype=np.int64)
 
     def values(self, key, field=None):
         """Stacked values of one topic: wrenches (N, 6) [n; f]; JointState fields by index
         (0 position, 1 velocity, 2 effort), (N, joints)."""
         rows = self._rows[key]
         if field is None:
-            return np.array([x for _, x in rows]).reshape(len(rows), 6)
-        return np.array([x[field] for _, x in rows])
+            return np.array([row[1] for row in rows]).reshape(len(rows), 6)
+        return np.array([row[1][field] for row in rows])
 
     def count(self, key):
         return len(self._rows[key])
