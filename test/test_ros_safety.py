@@ -243,6 +243,7 @@ def test_stamps_that_jump_back_become_a_new_time_base_after_the_watchdog(active)
     time.sleep(0.1)
     assert_all_close(injector.commands_for(0.3), computed_torque(), "computed torque on the new time base")
     assert controller.counters()["watchdog trips"] >= 1
+    assert controller.counters()["estimator restarts after gaps"] >= 1     # at the jump back
 
 
 def test_diagnostics_with_sim_time_and_no_clock():

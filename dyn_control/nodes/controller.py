@@ -525,6 +525,7 @@ class ControllerNode(LoopNode):
         else:
             dt = (reader.stamp - c.previous_stamp) * 1e-9
             reset = not 0.0 < dt <= c.watchdog_timeout   # after a gap the momentum balance starts over
+            c.estimator_restarts += reset
             if dt <= 0.0:
                 # a new time base (a simulator reset): the reference goes on from where it was
                 c.start_stamp = reader.stamp - (c.previous_stamp - c.start_stamp)
@@ -615,6 +616,7 @@ class ControllerNode(LoopNode):
                   "watchdog trips": c.watchdog_trips}
         values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
         values["estimator resets"] = int(c.s[T.S_ESTIMATOR_RESETS])
+        values["estimator restarts after gaps"] = c.estimator_restarts
         if c.mapping is not None:
             values["loop-closure failures"] = int(c.s[S_CLOSURE_FAILURES])
         if c.adaptation is not None:
@@ -668,6 +670,7 @@ class _Configured:
     trajectory = None
     last_rejection = ""
     watchdog_trips = 0
+    estimator_restarts = 0
     reference_point = None
     safe = False
     new_sample = False
