@@ -13,7 +13,7 @@ q only warm-start the loop closure, and the tree velocity is rebuilt as v = G dt
    - the generalized-momentum observer (De Luca and Mattone 2003) on p_a = M_a dtheta_a = G^T M v,
        dp_a/dt = tau_a + tau_ext + G^T (C^T v - g) + Gdot^T M v
      (from the tree's dp/dt = tau + C^T v - g projected by G^T, G^T K^T = 0 removing the loop's
-     constraint forces); its step is tick.py's with beta = G^T (C^T v - g) + Gdot^T M v, and r
+     constraint forces); its step is tick.py's with drift = G^T (C^T v - g) + Gdot^T M v, and r
      estimates the external torque at the actuated joints;
    - the acceleration estimate of theta_a (low-passed difference of dtheta_a, as tick.py);
    - the gradient window of the reduced regressor Y_a = G^T Y(q, v, G ddtheta_a + Gdot dtheta_a)

@@ -8,8 +8,8 @@ and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on the
 2. on a new joint-state sample, once per tick whatever the backlog, with dt the stamp difference:
    - the generalized-momentum observer (De Luca and Mattone 2003; see momentum_observer.py):
      from the momentum balance the mean external torque over the step,
-       tau_mean = (p_k - p_k-1) / dt - tau_applied - (beta_k-1 + beta_k) / 2,
-     p = M(q) v, beta = C(q, v)^T v - g(q), and r relaxes toward it as rdot = K_O (tau_ext - r)
+       tau_mean = (p_k - p_k-1) / dt - tau_applied - (drift_k-1 + drift_k) / 2,
+     p = M(q) v, drift = C(q, v)^T v - g(q), and r relaxes toward it as rdot = K_O (tau_ext - r)
      does, exactly: r += (1 - exp(-K_O dt)) (tau_mean - r),
    - the acceleration estimate, a low-passed difference of velocities (AccelerationFilter),
    - the gradient window as running sums: with Y_k the regressor of sample k (tau = Y phi),
