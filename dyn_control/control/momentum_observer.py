@@ -47,7 +47,6 @@ class MomentumObserver:
         self._beta_prev = np.zeros(nv)   # C^T qd - g at the last sample
         self._beta = np.zeros(nv)        # ... at this one
         self._tau_mean = np.zeros(nv)
-        self._relax = 1.0 - np.exp(-gain * dt)
         self._zero = np.zeros(nv)
         self.initialized = False
 
@@ -95,7 +94,7 @@ class MomentumObserver:
         tau_mean -= 0.5 * (self._beta_prev + beta)
         # r += (1 - exp(-K_O dt)) (tau_mean - r)
         tau_mean -= self.r
-        tau_mean *= self._relax
+        tau_mean *= 1.0 - np.exp(-self.gain * self.dt)
         self.r += tau_mean
         self.p_prev[:] = p
         self._beta_prev[:] = beta
