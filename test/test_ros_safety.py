@@ -5,7 +5,9 @@ The controller (dyn_controller, arm7, hold reference, 500 Hz) runs in this proce
 thread, spun by a MultiThreadedExecutor; a test node publishes /joint_states at 200 Hz (a constant
 state, or faulty messages) and reads /effort_controller/commands and /diagnostics over DDS.
 Expected efforts come from Pinocchio: computed torque rnea(q, v, kp (q_d - q) - kd v) for a valid
-state, g(q) - D v in safe mode, both clipped to the URDF effort limits.
+state, g(q) at the last state in safe mode (no velocity term), both clipped to the URDF effort
+limits. The re-engagement blend and the torque-rate limit are off here (test_ros_faults.py judges
+them on a moving simulated robot), so every command is one of those two.
 """
 import threading
 import time
@@ -37,7 +39,7 @@ HOLD = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 Q = HOLD + np.array([0.02, -0.03, 0.01, 0.02, -0.01, 0.03, 0.02])   # the published state
 V = np.array([0.1, -0.05, 0.08, 0.02, -0.1, 0.05, 0.1])
 EFFORT = np.array([1.0, -20.0, 2.0, 15.0, 0.5, 1.0, 0.1])             # the "measured" effort
-KP, KD, DAMPING = 400.0, 40.0, 2.0
+KP, KD = 400.0, 40.0
 RATE_HZ = 500.0
 WINDOW = 50
 LIMITS = np.asarray(MODEL.effort_limit)
@@ -50,8 +52,8 @@ def computed_torque(kp=KP, kd=KD, q_d=HOLD, v_d=np.zeros(7), a_d=np.zeros(7)):
     return np.clip(pin.rnea(PIN_MODEL, PIN_DATA, Q, V, a), -LIMITS, LIMITS)
 
 
-def gravity_and_damping():
-    return np.clip(pin.computeGeneralizedGravity(PIN_MODEL, PIN_DATA, Q) - DAMPING * V, -LIMITS, LIMITS)
+def held_torque():
+    return np.clip(pin.computeGeneralizedGravity(PIN_MODEL, PIN_DATA, Q), -LIMITS, LIMITS)
 
 
 # Long enough that a loaded machine (GIL, 2 cores) never starves the 200 Hz injector past it, so only
@@ -62,8 +64,9 @@ WATCHDOG = 0.25
 def controller_parameters(**changes):
     values = {"urdf_path": URDF, "rate_hz": RATE_HZ, "gains.kp": KP, "gains.kd": KD,
               "reference.type": "hold", "reference.position": HOLD.tolist(), "watchdog_timeout": WATCHDOG,
-              "safe_mode": "gravity", "safe_mode_damping": DAMPING, "gradient.period": 50,
-              "gradient.window": WINDOW, "state_publish_period": 5}
+              "safe_mode": "gravity", "safe_mode_timeout": 60.0, "gradient.period": 50,
+              "gradient.window": WINDOW, "state_publish_period": 5, "reengage.duration": 0.0,
+              "torque_rate_limit": 1e7}
     values.update(changes)
     return [Parameter(name, value=value) for name, value in values.items()]
 
@@ -218,7 +221,7 @@ def test_stale_joint_states_switch_to_safe_mode_and_back(active):
     controller, injector = active
     injector.message = None
     time.sleep(WATCHDOG + 0.1)
-    assert_all_close(injector.commands_for(0.3), gravity_and_damping(), "safe mode: gravity + damping")
+    assert_all_close(injector.commands_for(0.3), held_torque(), "safe mode: g(q), no velocity term")
     error = wait_for_diagnostic(injector, lambda s: s.level == DiagnosticStatus.ERROR)
     assert "safe mode" in error.message
     injector.message = state
@@ -238,7 +241,7 @@ def test_stamps_that_jump_back_become_a_new_time_base_after_the_watchdog(active)
         return msg
     injector.message = None
     time.sleep(WATCHDOG + 0.1)
-    assert_all_close(injector.commands_for(0.2), gravity_and_damping(), "safe mode after the silence")
+    assert_all_close(injector.commands_for(0.2), held_torque(), "safe mode after the silence")
     injector.message = reset_clock
     time.sleep(0.1)
     assert_all_close(injector.commands_for(0.3), computed_torque(), "computed torque on the new time base")
@@ -308,6 +311,42 @@ def test_safe_mode_zero(active):
         assert all(r.successful for r in injector.set_parameters(safe_mode="gravity"))
 
 
+def test_safe_mode_final_silent_then_zero(active):
+    """Stale for safe_mode_timeout: silent (no command: the robot's own timeout brakes it), or zero
+    effort; /diagnostics say which."""
+    _, injector = active
+    assert all(r.successful for r in injector.set_parameters(safe_mode_timeout=WATCHDOG + 0.1))
+    try:
+        injector.message = None
+        time.sleep(WATCHDOG + 0.2)
+        assert len(injector.commands_for(0.2)) == 0, "commands went on after safe_mode_timeout"
+        error = wait_for_diagnostic(injector, lambda s: "safe_mode_timeout" in s.message or "stale for over" in
+                                    s.message)
+        assert error.level == DiagnosticStatus.ERROR and "silent" in error.message
+        assert all(r.successful for r in injector.set_parameters(safe_mode_final="zero"))
+        assert_all_close(injector.commands_for(0.2), np.zeros(7), "safe_mode_final: zero")
+    finally:
+        injector.set_parameters(safe_mode_timeout=60.0, safe_mode_final="silent")
+
+
+def test_joint_states_stamped_ahead_are_refused(active):
+    """A joint state stamped an hour ahead is refused and counted; the real ones go on being taken."""
+    controller, injector = active
+
+    def ahead():
+        msg = state(positions=Q + 0.5)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns() + 3600 * 10 ** 9, 10 ** 9)
+        return msg
+    before = controller.counters()
+    injector.message = alternating(ahead)
+    time.sleep(0.1)
+    assert_all_close(injector.commands_for(0.3), computed_torque(), "the real joint states")
+    after = controller.counters()
+    key = "joint states stamped ahead of this clock"
+    assert after[key] - before[key] > 10
+    assert after["watchdog trips"] == before["watchdog trips"]
+
+
 def test_negative_gain_is_refused_and_the_old_gains_stay(active):
     _, injector = active
     for change in ({"gains__kp": -1.0}, {"gains__kd": [40.0] * 6 + [-1.0]}, {"gains__kp": [1.0, 2.0]},
@@ -341,13 +380,13 @@ def test_nan_reference_is_rejected(active):
 
 def test_overflowing_state_never_gives_a_non_finite_command(active):
     """v = 1e200 is finite, so accepted, but the computed torque overflows: the final check replaces
-    it by the safe torque g - D v (clipped to the limits), so the command stays finite."""
+    it by the held torque g(q) (clipped to the limits), so the command stays finite."""
     controller, injector = active
     injector.message = lambda: state(velocities=np.full(7, 1e200))
     time.sleep(0.05)
     commands = injector.commands_for(0.2)
     assert np.isfinite(commands).all()
-    assert_all_close(commands, -LIMITS, "clipped safe torque")
+    assert_all_close(commands, held_torque(), "the held torque")
     assert controller.counters()["non-finite commands replaced"] > 0
 
 

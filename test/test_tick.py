@@ -20,14 +20,14 @@ PIN = pin.buildModelFromUrdf(URDF)
 PIN_DATA = PIN.createData()
 LIMITS = np.asarray(MODEL.effort_limit)
 FRAME = "arm7_tool"
-KP, KD, DAMPING, GAIN, CUTOFF = 400.0, 40.0, 2.0, 50.0, 20.0
+KP, KD, BRAKE, GAIN, CUTOFF = 400.0, 40.0, 20.0, 50.0, 20.0
 DT = 1e-3
 
 
 def make_tick(window=20, controlled=None, robot_gravity=False):
     tick = T.ControllerTick(MODEL, np.arange(NV) if controlled is None else controlled, FRAME, window)
     f, s = tick.f, tick.s
-    f.kp[:], f.kd[:], f.damping[:], f.observer_gain[:] = KP, KD, DAMPING, GAIN
+    f.kp[:], f.kd[:], f.brake_gain[:], f.observer_gain[:] = KP, KD, BRAKE, GAIN
     s[T.S_CUTOFF_HZ] = CUTOFF
     s[T.S_WRENCH_DAMPING] = 1e-3
     s[T.S_GRAVITY_BY_ROBOT] = robot_gravity
@@ -100,10 +100,16 @@ def test_controlled_subset_and_safe_torques():
     expected = np.clip(pin.rnea(PIN, PIN_DATA, q, v, a), -LIMITS, LIMITS)
     np.testing.assert_allclose(tick.f.command, expected[controlled], rtol=1e-12, atol=1e-10)
     assert np.all(np.delete(tick.f.tau, controlled) == 0.0)
-    tick.s[T.S_SAFE] = 1.0
+    tick.s[T.S_BRAKE] = 1.0      # braking: the computed torque of a = -BRAKE v on the controlled joints
+    tick.tick()
+    a = np.zeros(NV)
+    a[controlled] = -BRAKE * v[controlled]
+    expected = np.clip(pin.rnea(PIN, PIN_DATA, q, v, a), -LIMITS, LIMITS)
+    np.testing.assert_allclose(tick.f.command, expected[controlled], rtol=1e-12, atol=1e-10)
+    tick.s[T.S_SAFE] = 1.0       # holding (stale joint states): g(q) alone, whatever the velocity
     tick.tick()
     g = pin.computeGeneralizedGravity(PIN, PIN_DATA, q)
-    np.testing.assert_allclose(tick.f.command, np.clip(g - DAMPING * v, -LIMITS, LIMITS)[controlled], rtol=1e-12)
+    np.testing.assert_allclose(tick.f.command, np.clip(g, -LIMITS, LIMITS)[controlled], rtol=1e-12)
     tick.s[T.S_SAFE_ZERO] = 1.0
     tick.tick()
     assert np.all(tick.f.command == 0.0)
@@ -114,7 +120,8 @@ def test_non_finite_torque_falls_back_to_the_safe_torque():
     q = MODEL.neutral_configuration()
     feed(tick, q, np.full(NV, 1e200), reset=True, gradients=False)
     assert np.isfinite(tick.f.command).all()
-    np.testing.assert_array_equal(tick.f.command, -LIMITS)     # g - D v, clamped
+    g = pin.computeGeneralizedGravity(PIN, PIN_DATA, q)      # the held torque: no velocity term
+    np.testing.assert_allclose(tick.f.command, np.clip(g, -LIMITS, LIMITS), rtol=1e-12, atol=1e-12)
     assert tick.s[T.S_NON_FINITE] >= 1
 
 

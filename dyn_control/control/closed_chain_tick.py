@@ -18,10 +18,11 @@ q only warm-start the loop closure, and the tree velocity is rebuilt as v = G dt
    - the acceleration estimate of theta_a (low-passed difference of dtheta_a, as tick.py);
    - the gradient window of the reduced regressor Y_a = G^T Y(q, v, G ddtheta_a + Gdot dtheta_a)
      (tau_a = Y_a phi): sum_YY = sum Y_a^T Y_a, sum_Yt = sum Y_a^T tau_a, so dL/dphi = sum_YY phi - sum_Yt;
-4. the torque: tau_a = G^T rnea(q, v, G a_cmd + Gdot dtheta_a), a_cmd = a_d + kd (v_d - v) + kp (q_d - q)
-   on the active joints (minus the estimated external torque with compensation); safe mode:
-   G^T (g(q) - damping v), or zero; non-finite: the safe torque, then zero; clamped to the effort
-   limits; zero on the passive joints;
+4. the torque: tau_a = G^T rnea(q, v, G a_cmd + Gdot dtheta_a), a_cmd = a_r + kd (v_r - v) + kp (q_r - q)
+   on the active joints (the tracked reference q_r of tick.py; minus the estimated external torque
+   with compensation); braking: a_cmd = -brake_gain dtheta_a; holding (stale joint states):
+   G^T g(q), or zero; non-finite: the held torque, then zero; clamped to the effort limits; zero on
+   the passive joints; rate-limited as tick.py's;
 5. on request, the force at the estimator's frame. A 2-DoF chain feels only the two force components
    that its end effector can move along: with J_a = J_v G (3, n_active), J_v the frame's linear
    ("local_world_aligned") Jacobian of the tree, the damped least-squares force
@@ -49,10 +50,12 @@ from ..kernels.reduced_dynamics import project, reduced_inverse_dynamics, reduce
 from ..kernels.rnea import rnea
 from ..kernels.crba import crba
 from ..model import PARAMETER_NAMES
-from .tick import (NS, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ERROR_COUNT, S_ERROR_SQ, S_ESTIMATE,
+from .safety import rate_limit
+from .tick import (NS, S_BRAKE, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ERROR_COUNT, S_ERROR_SQ, S_ESTIMATE,
                    S_ESTIMATOR_RESETS, S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT,
-                   S_NON_FINITE, S_OMEGA, S_POINT, S_RESET, S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT,
-                   S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, TickBuffers, cholesky_solve, observer_step)
+                   S_NON_FINITE, S_OMEGA, S_POINT, S_RATE_LIMITED, S_RESET, S_SAFE, S_SAFE_ZERO, S_T,
+                   S_WANT_GRADIENT, S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, TickBuffers, cholesky_solve,
+                   observer_step, tracked_reference)
 
 S_CLOSURE_FAILURES = NS          # ticks whose loop closure failed (zero torque commanded)
 NS_CHAIN = NS + 1
@@ -64,7 +67,7 @@ def float_fields(nb, na, nc, window, ncontrolled):
     return chain_float_fields(nb, na, nc) + [
         ("s", (NS_CHAIN,)), ("frame_R", (3, 3)), ("frame_p", (3,)), ("effort_limit", (nv,)),
         # gains and reference parameters (tree order; the active entries count)
-        ("kp", (nv,)), ("kd", (nv,)), ("damping", (nv,)), ("observer_gain", (na,)), ("centre", (nv,)),
+        ("kp", (nv,)), ("kd", (nv,)), ("brake_gain", (nv,)), ("observer_gain", (na,)), ("centre", (nv,)),
         ("amplitude", (nv,)),
         # the sample, the reference, the outputs
         ("q_sample", (nv,)), ("effort", (nv,)), ("q_d", (nv,)), ("v_d", (nv,)), ("a_d", (nv,)), ("tau", (nv,)),
@@ -78,6 +81,9 @@ def float_fields(nb, na, nc, window, ncontrolled):
         ("F", (nb, 6)), ("V_body", (nb, 6)), ("Vdot_body", (nb, 6)), ("f_ext_zero", (nb, 6)), ("g", (nv,)),
         ("zero", (nv,)), ("tau_tree", (nv,)), ("a_tree", (nv,)), ("Y", (nv, npar)), ("Y_a", (na, npar)),
         ("J", (6, nv)), ("J_a", (3, na)), ("A3", (3, 3)), ("scratch", (4, nv)), ("reduced", (4, na)),
+        # safety (tick.py, safety.py)
+        ("q_r", (nv,)), ("v_r", (nv,)), ("a_r", (nv,)), ("offset_q", (nv,)), ("offset_v", (nv,)),
+        ("tau_prev", (nv,)), ("max_step", (nv,)),
     ]
 
 
@@ -89,10 +95,11 @@ def int_fields(nb, na, nc, ncontrolled):
 
 _F = field_indices(float_fields(1, 1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1, 1, 1))
-(S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
+(S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
  V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P_PREV, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
  ACCELERATION, Y_RING, TAU_RING, SUM_YY, SUM_YT, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_,
- V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED) = (
+ V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED, Q_R, V_R,
+ A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
 CONTROLLED, TICK_DIMS = _I["controlled"], _I["tick_dims"]
 
@@ -128,6 +135,7 @@ class ClosedChainTick(TickBuffers):
         self.mapping = mapping
         self.model = model
         f.s[S_CUTOFF_HZ] = 20.0
+        self.set_safety_defaults()
         self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
 
     @property
@@ -194,6 +202,12 @@ def closed_chain_tick(f, fo, ints, io):
             q_d[k] = q[k]
             v_d[k] = v[k]
             a_d[k] = 0.0
+    tracking = s[S_SAFE] == 0.0 and s[S_BRAKE] == 0.0
+    q_r = field1(f, fo, Q_R, nv)
+    v_r = field1(f, fo, V_R, nv)
+    a_r = field1(f, fo, A_R, nv)
+    tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv),
+                      field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
 
     # 2. the loop closure from the measured state
     q_sample = field1(f, fo, Q_SAMPLE, nv)
@@ -226,15 +240,19 @@ def closed_chain_tick(f, fo, ints, io):
     if not closed:
         tau_a[:] = 0.0
     elif s[S_SAFE] != 0.0:
-        _safe_torque(f, fo, s, nv, g, v, Gm, tau_a)
+        _hold_torque(f, fo, s, nv, g, Gm, tau_a)
     else:
         a_tree = field1(f, fo, A_TREE, nv)
         a_cmd = reduced[1]
         kp = field1(f, fo, KP, nv)
         kd = field1(f, fo, KD, nv)
+        brake_gain = field1(f, fo, BRAKE_GAIN, nv)
         for k in range(na):
             j = active[k]
-            a_cmd[k] = a_d[j] + kd[j] * (v_d[j] - v[j]) + kp[j] * (q_d[j] - q[j])
+            if tracking:
+                a_cmd[k] = a_r[j] + kd[j] * (v_r[j] - v[j]) + kp[j] * (q_r[j] - q[j])
+            else:
+                a_cmd[k] = -brake_gain[j] * v[j]
         a_bias = field1(f, fo, A_BIAS, nv)
         for k in range(nv):
             total = a_bias[k]
@@ -243,19 +261,19 @@ def closed_chain_tick(f, fo, ints, io):
             a_tree[k] = total
         if not _reduced_torque(f, fo, ints, io, nb, v, a_tree, tau_a):
             tau_a[0] = np.nan
-        if s[S_COMPENSATION] != 0.0:
+        if tracking and s[S_COMPENSATION] != 0.0:
             for k in range(na):
                 tau_a[k] -= tau_ext[active[k]]
-        if s[S_NEW_SAMPLE] != 0.0:
+        if tracking and s[S_NEW_SAMPLE] != 0.0:
             error = 0.0
             for j in range(nc):
-                e = q_d[controlled[j]] - q[controlled[j]]
+                e = q_r[controlled[j]] - q[controlled[j]]
                 error += e * e
             s[S_ERROR_SQ] += error / nc
             s[S_ERROR_COUNT] += 1.0
     if not _all_finite(tau_a):
         s[S_NON_FINITE] += 1.0
-        _safe_torque(f, fo, s, nv, g, v, Gm, tau_a)
+        _hold_torque(f, fo, s, nv, g, Gm, tau_a)
         if not _all_finite(tau_a):
             tau_a[:] = 0.0
     tau[:] = 0.0
@@ -263,6 +281,8 @@ def closed_chain_tick(f, fo, ints, io):
     for k in range(na):
         j = active[k]
         tau[j] = max(-limit[j], min(limit[j], tau_a[k]))
+    if rate_limit(tau, field1(f, fo, TAU_PREV, nv), field1(f, fo, MAX_STEP, nv), controlled):
+        s[S_RATE_LIMITED] += 1.0
     command = field1(f, fo, COMMAND, nc)
     for j in range(nc):
         command[j] = tau[controlled[j]]
@@ -315,15 +335,13 @@ def _reduced_torque(f, fo, ints, io, nb, v, a_tree, tau_a):
 
 
 @njit(cache=True, nogil=True)
-def _safe_torque(f, fo, s, nv, g, v, Gm, out):
-    """G^T (g(q) - damping v), or zero."""
+def _hold_torque(f, fo, s, nv, g, Gm, out):
+    """The torque without a fresh joint state: G^T g(q) at the last one, or zero (tick.py)."""
     if s[S_SAFE_ZERO] != 0.0:
         out[:] = 0.0
         return
-    damping = field1(f, fo, DAMPING, nv)
     tau_tree = field1(f, fo, TAU_TREE, nv)
-    for k in range(nv):
-        tau_tree[k] = g[k] - damping[k] * v[k]
+    tau_tree[:] = g
     project(Gm, tau_tree, out)
 
 

@@ -4,7 +4,10 @@
 and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on them. Per tick:
 
 1. the reference (q_d, v_d, a_d): a sine about `centre` (amplitude zero: hold), or a point the
-   caller wrote (trajectories); joints not controlled follow their measured state;
+   caller wrote (trajectories); joints not controlled follow their measured state. The tracked
+   reference (q_r, v_r, a_r) is q_d blended from the last anchor at the measured state
+   (safety.py): the caller anchors on activation and after safe mode or a gap, the tick itself
+   when the tracking error exceeds s[S_ERROR_LIMIT];
 2. on a new joint-state sample, once per tick whatever the backlog, with dt the stamp difference:
    - the generalized-momentum observer (De Luca and Mattone 2003; see momentum_observer.py):
      from the momentum balance the mean external torque over the step,
@@ -18,11 +21,17 @@ and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on the
    - the joint-twist gradient's running sum of -dtau/deta_k^T (tau_k - rnea(q_k, v_k, a_k))
      (see model_derivatives.twist_derivatives), each term evaluated with the model of its sample;
    a reset (first sample, a gap in the stamps) restarts them all at the current state;
-3. the torque: computed torque rnea(q, v, a_d + kd (v_d - v) + kp (q_d - q)) (minus the estimated
-   external torque with compensation), or in safe mode g(q) - damping v (or zero); with the
-   gravity compensated by the robot, g(q) is left out of both; a non-finite result falls back to
-   the safe torque, then to zero; the result is clamped to the effort limits and zero on the joints
-   not controlled;
+3. the torque, by mode:
+   - tracking: computed torque rnea(q, v, a_r + kd (v_r - v) + kp (q_r - q)) (minus the estimated
+     external torque with compensation);
+   - braking (s[S_BRAKE], fresh joint states: the stop on deactivate): rnea(q, v, -brake_gain v)
+     (zero acceleration on the joints not controlled), which brakes every joint at the rate
+     brake_gain whatever its inertia;
+   - holding (s[S_SAFE], stale joint states): g(q) at the last sample, or zero (s[S_SAFE_ZERO]);
+     no velocity term, since a stale velocity is an open-loop torque that accelerates the joint;
+   with the gravity compensated by the robot, g(q) is left out of all three; a non-finite result
+   falls back to the held torque, then to zero; the result is clamped to the effort limits, zero on
+   the joints not controlled, and changes by at most max_step per tick (safety.rate_limit);
 4. on request, the wrench at the estimator's frame, w = (J J^T + d^2 I)^-1 J r, and the gradients.
 
 Flags and scalars are the entries of `s` (indices S_*). A tick allocates nothing.
@@ -40,15 +49,17 @@ from ..kernels.regressor import regressor
 from ..kernels.rnea import rnea
 from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
+from .safety import anchor, blend_reference, largest_error, rate_limit
 from .trajectory import Trajectory
 
 # entries of the scalar field `s`: inputs (set by the caller) ...
 (S_T, S_OMEGA, S_DT, S_POINT, S_NEW_SAMPLE, S_RESET, S_HAS_EFFORT, S_SAFE, S_SAFE_ZERO,
  S_COMPENSATION, S_GRAVITY_BY_ROBOT, S_ESTIMATE, S_GRADIENTS, S_TWIST, S_WANT_WRENCH,
- S_WANT_GRADIENT, S_WANT_TWIST, S_WRENCH_DAMPING, S_CUTOFF_HZ,
+ S_WANT_GRADIENT, S_WANT_TWIST, S_WRENCH_DAMPING, S_CUTOFF_HZ, S_BRAKE, S_ANCHOR, S_BLEND_TIME,
+ S_ERROR_LIMIT,
  # ... and state and outputs (kept by the kernel)
  S_NON_FINITE, S_ERROR_SQ, S_ERROR_COUNT, S_ESTIMATOR_RESETS, S_COUNT, S_NEXT, S_WRENCH_OK,
- S_FILTER_STARTED, NS) = range(28)
+ S_FILTER_STARTED, S_BLEND_START, S_BLENDING, S_ANCHORS, S_ERROR_ANCHORS, S_RATE_LIMITED, NS) = range(37)
 
 TWIST_COMPONENTS = ("wx", "wy", "wz", "vx", "vy", "vz")
 
@@ -60,7 +71,7 @@ def float_fields(nb, nv, window, ncontrolled):
         ("screw_axes", (nb, 6)), ("home_R", (nb, 3, 3)), ("home_p", (nb, 3)), ("phi", (nb, 10)),
         ("base_accel", (6,)), ("frame_R", (3, 3)), ("frame_p", (3,)), ("effort_limit", (nv,)),
         # gains and reference parameters
-        ("kp", (nv,)), ("kd", (nv,)), ("damping", (nv,)), ("observer_gain", (nv,)),
+        ("kp", (nv,)), ("kd", (nv,)), ("brake_gain", (nv,)), ("observer_gain", (nv,)),
         ("centre", (nv,)), ("amplitude", (nv,)),
         # the sample, the reference, the outputs
         ("q", (nv,)), ("v", (nv,)), ("effort", (nv,)), ("q_d", (nv,)), ("v_d", (nv,)), ("a_d", (nv,)),
@@ -78,6 +89,10 @@ def float_fields(nb, nv, window, ncontrolled):
         ("Y", (nv, npar)), ("ophi_c", (nb, 10)), ("vectors", (9, nb, 6)), ("eta_columns", (2, nb, 6, 6)),
         ("eta_pose", (4, 3)), ("dtau_deta", (nv, 6 * nb)), ("J", (6, nv)), ("A", (6, 6)),
         ("g", (nv,)), ("zero", (nv,)), ("f_ext_zero", (nb, 6)), ("scratch", (4, nv)),
+        # safety (safety.py): the tracked reference (q_d blended from the anchor), the anchor's
+        # offsets, the previous command and the largest change of a command per tick
+        ("q_r", (nv,)), ("v_r", (nv,)), ("a_r", (nv,)), ("offset_q", (nv,)), ("offset_v", (nv,)),
+        ("tau_prev", (nv,)), ("max_step", (nv,)),
     ]
 
 
@@ -88,12 +103,13 @@ def int_fields(nb, ncontrolled):
 
 _F = field_indices(float_fields(1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1))
-(SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, DAMPING,
+(SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN,
  OBSERVER_GAIN, CENTRE, AMPLITUDE, Q, V_, EFFORT, Q_D, V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH,
  GRADIENT, TWIST_GRADIENT, S, P_PREV, DRIFT_PREV, TAU_EXT, V_PREV, ACCELERATION, Y_RING,
  SAMPLES, SUM_YY, SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP,
  OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
- ETA_POSE, DTAU_DETA, J_, A_, G_, ZERO, F_EXT_ZERO, SCRATCH) = range(len(_F))
+ ETA_POSE, DTAU_DETA, J_, A_, G_, ZERO, F_EXT_ZERO, SCRATCH, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV,
+ MAX_STEP) = range(len(_F))
 PARENTS, SUBTREE_END, PATH, CONTROLLED, DIMS = range(len(_I))
 
 
@@ -132,18 +148,29 @@ class TickBuffers:
         self.tick()
         s[S_SAFE] = 1.0
         self.tick()
-        for flag in (S_ESTIMATE, S_GRADIENTS, S_TWIST, S_SAFE):
+        s[S_SAFE], s[S_BRAKE], s[S_ANCHOR] = 0.0, 1.0, 1.0
+        self.tick()
+        for flag in (S_ESTIMATE, S_GRADIENTS, S_TWIST, S_BRAKE):
             s[flag] = 0.0
+        f.tau_prev[:] = 0.0
+        s[S_ANCHORS] = s[S_ERROR_ANCHORS] = s[S_RATE_LIMITED] = 0.0
         Trajectory.through(0.0, (f.q, f.v, f.a_d), np.arange(1), np.ones(1), np.zeros((1, 1))).sample(
             0.5, f.q_d, f.v_d, f.a_d)     # the trajectory sampler the loop calls
         self.reset()
 
+    def set_safety_defaults(self):
+        """No torque-rate limit, no error limit, a 1 s blend (the node sets its parameters)."""
+        self.f.max_step[:] = np.inf
+        self.f.s[S_ERROR_LIMIT] = np.inf
+        self.f.s[S_BLEND_TIME] = 1.0
+
     def reset(self):
-        """No sample seen: estimators, window, per-tick flags and the tracking-error sums cleared
-        (the counters of replaced commands and estimator resets stay)."""
+        """No sample seen: estimators, window, per-tick flags, the blend and the tracking-error sums
+        cleared (the counters of replaced commands and estimator resets stay, and so does the
+        previous command, which the robot may still hold: the rate limit starts from it)."""
         f, s = self.f, self.f.s
-        for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_POINT, S_WANT_WRENCH, S_WANT_GRADIENT, S_WANT_TWIST,
-                  S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
+        for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_BRAKE, S_ANCHOR, S_BLENDING, S_POINT, S_WANT_WRENCH,
+                  S_WANT_GRADIENT, S_WANT_TWIST, S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
             s[k] = 0.0
         for array in (f.p_prev, f.drift_prev, f.tau_ext, f.acceleration, f.tau):
             array[:] = 0.0
@@ -185,6 +212,7 @@ class ControllerTick(TickBuffers):
         f.effort_limit[:] = limits
         self.set_model(model)
         f.s[S_CUTOFF_HZ] = 20.0      # the controller's default cutoff of the acceleration filter [Hz]
+        self.set_safety_defaults()
         self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
         self.twist_labels = [f"{joint}/{c}" for joint in model.joint_names for c in TWIST_COMPONENTS]
 
@@ -241,7 +269,8 @@ def controller_tick(f, fo, ints, io):
     tmp6 = field2(f, fo, TMP6, 12, 6)
     robot_gravity = s[S_GRAVITY_BY_ROBOT] != 0.0
 
-    # 1. the reference
+    # 1. the reference q_d (a sine about centre, or the caller's point) and the tracked reference
+    #    q_r: q_d blended from the last anchor (safety.py)
     if s[S_POINT] == 0.0:
         centre = field1(f, fo, CENTRE, nv)
         amplitude = field1(f, fo, AMPLITUDE, nv)
@@ -260,8 +289,14 @@ def controller_tick(f, fo, ints, io):
             q_d[k] = q[k]
             v_d[k] = v[k]
             a_d[k] = 0.0
+    tracking = s[S_SAFE] == 0.0 and s[S_BRAKE] == 0.0
+    q_r = field1(f, fo, Q_R, nv)
+    v_r = field1(f, fo, V_R, nv)
+    a_r = field1(f, fo, A_R, nv)
+    tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv),
+                      field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
 
-    # g(q): the safe torque, the observer and, with the robot compensating gravity, the command
+    # g(q): the hold torque, the observer and, with the robot compensating gravity, the command
     rnea(parents, screw_axes, home_R, home_p, phi, q, zero, zero, base_accel, f_ext_zero, R, p, V, Vdot,
          F, tmp6, g)
 
@@ -280,15 +315,21 @@ def controller_tick(f, fo, ints, io):
                 s[S_ESTIMATOR_RESETS] += 1.0
             _reset_estimators(f, fo, ints, io)
 
-    # 3. the torque
+    # 3. the torque: computed torque on the tracked reference; braking (fresh joint states): the
+    #    computed torque of a_cmd = -brake_gain v; held (stale joint states): g(q) or zero
     if s[S_SAFE] != 0.0:
-        _safe_torque(f, fo, nv, s, g, v, tau)
+        _hold_torque(s, g, tau)
     else:
         a_cmd = field2(f, fo, SCRATCH, 4, nv)[1]
-        kp = field1(f, fo, KP, nv)
-        kd = field1(f, fo, KD, nv)
-        for k in range(nv):
-            a_cmd[k] = a_d[k] + kd[k] * (v_d[k] - v[k]) + kp[k] * (q_d[k] - q[k])
+        if tracking:
+            kp = field1(f, fo, KP, nv)
+            kd = field1(f, fo, KD, nv)
+            for k in range(nv):
+                a_cmd[k] = a_r[k] + kd[k] * (v_r[k] - v[k]) + kp[k] * (q_r[k] - q[k])
+        else:
+            brake_gain = field1(f, fo, BRAKE_GAIN, nv)
+            for k in range(nv):
+                a_cmd[k] = -brake_gain[k] * v[k] * mask[k]
         finite = rnea(parents, screw_axes, home_R, home_p, phi, q, v, a_cmd, base_accel, f_ext_zero, R, p,
                       V, Vdot, F, tmp6, tau)
         if not finite:
@@ -296,18 +337,18 @@ def controller_tick(f, fo, ints, io):
         for k in range(nv):
             if robot_gravity:
                 tau[k] -= g[k]
-            if s[S_COMPENSATION] != 0.0:
+            if tracking and s[S_COMPENSATION] != 0.0:
                 tau[k] -= tau_ext[k]
-        if s[S_NEW_SAMPLE] != 0.0:
+        if tracking and s[S_NEW_SAMPLE] != 0.0:
             error = 0.0
             for j in range(nc):
-                e = q_d[controlled[j]] - q[controlled[j]]
+                e = q_r[controlled[j]] - q[controlled[j]]
                 error += e * e
             s[S_ERROR_SQ] += error / nc
             s[S_ERROR_COUNT] += 1.0
     if not _all_finite(tau):
         s[S_NON_FINITE] += 1.0
-        _safe_torque(f, fo, nv, s, g, v, tau)
+        _hold_torque(s, g, tau)
         if not _all_finite(tau):
             tau[:] = 0.0
     limit = field1(f, fo, EFFORT_LIMIT, nv)
@@ -318,6 +359,8 @@ def controller_tick(f, fo, ints, io):
             tau[k] = limit[k]
         elif tau[k] < -limit[k]:
             tau[k] = -limit[k]
+    if rate_limit(tau, field1(f, fo, TAU_PREV, nv), field1(f, fo, MAX_STEP, nv), controlled):
+        s[S_RATE_LIMITED] += 1.0
     command = field1(f, fo, COMMAND, nc)
     for j in range(nc):
         command[j] = tau[controlled[j]]
@@ -357,15 +400,37 @@ def _all_finite(x):
 
 
 @njit(cache=True, nogil=True)
-def _safe_torque(f, fo, nv, s, g, v, out):
-    """g(q) - damping v ("gravity"; without g when the robot compensates it), or zero."""
-    if s[S_SAFE_ZERO] != 0.0:
+def _hold_torque(s, g, out):
+    """The torque without a fresh joint state: g(q) at the last one ("gravity"; zero when the robot
+    compensates gravity itself), or zero. No velocity term: a stale velocity cannot be damped."""
+    if s[S_SAFE_ZERO] != 0.0 or s[S_GRAVITY_BY_ROBOT] != 0.0:
         out[:] = 0.0
-        return
-    damping = field1(f, fo, DAMPING, nv)
-    robot_gravity = s[S_GRAVITY_BY_ROBOT] != 0.0
-    for k in range(nv):
-        out[k] = (0.0 if robot_gravity else g[k]) - damping[k] * v[k]
+    else:
+        out[:] = g
+
+
+@njit(cache=True, nogil=True)
+def tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, offset_q, offset_v, q_r, v_r, a_r):
+    """q_r, v_r, a_r: the reference blended from the last anchor (safety.py). While tracking, a new
+    sample with an error above s[S_ERROR_LIMIT] re-anchors; so does s[S_ANCHOR] (the caller's:
+    activation, the end of safe mode or of a gap). Shared by the closed chain's tick."""
+    t = s[S_T]
+    if tracking and s[S_ANCHOR] == 0.0 and s[S_NEW_SAMPLE] != 0.0:
+        elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
+        blend_reference(elapsed, s[S_BLEND_TIME], offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r)
+        if largest_error(q_r, q, controlled) > s[S_ERROR_LIMIT]:
+            s[S_ANCHOR] = 1.0
+            s[S_ERROR_ANCHORS] += 1.0
+    if s[S_ANCHOR] != 0.0:
+        anchor(q, v, q_d, v_d, mask, offset_q, offset_v)
+        s[S_BLEND_START] = t
+        s[S_BLENDING] = 1.0
+        s[S_ANCHORS] += 1.0
+        s[S_ANCHOR] = 0.0
+    elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
+    s[S_BLENDING] = 1.0 if blend_reference(elapsed, s[S_BLEND_TIME], offset_q, offset_v, q_d, v_d, a_d,
+                                           q_r, v_r, a_r) else 0.0
+
 
 
 @njit(cache=True, nogil=True)

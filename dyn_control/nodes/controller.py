@@ -47,6 +47,8 @@ from .wire import RawMessage, markers
 
 REFERENCE_TYPES = ("hold", "sine")
 GRAVITY_MODES = ("controller", "robot")
+FINAL_MODES = ("silent", "zero", "hold")
+STOP_SPEED = 0.02    # [rad/s] below it on every controlled joint, the arm rests (braking stops)
 MAX_RATE_HZ = 10000.0
 
 PARAMETERS = (
@@ -90,8 +92,26 @@ PARAMETERS = (
     Param("adaptation.max_step", 0.01, "number", "configure", "largest step norm per body and update"),
     Param("watchdog_timeout", 0.05, "number", "live", "no valid joint state for this long [s] -> safe mode",
           0.001, 60.0),
-    Param("safe_mode", "gravity", "string", "live", "safe-mode torque: gravity (g(q) - damping v) | zero"),
-    Param("safe_mode_damping", 2.0, "numbers", "live", "safe-mode damping [N m s/rad], one or one per joint"),
+    Param("safe_mode", "gravity", "string", "live",
+          "torque while the joint states are stale: gravity (g(q) at the last joint state, no velocity term) | zero"),
+    Param("safe_mode_timeout", 0.2, "number", "live",
+          "stale joint states for this long [s] -> safe_mode_final", 0.001, 60.0),
+    Param("safe_mode_final", "silent", "string", "live",
+          "after safe_mode_timeout: silent (stop publishing: the robot's own command timeout brakes it) | "
+          "zero (publish zero effort) | hold (go on publishing the safe-mode torque)"),
+    Param("braking_gain", 20.0, "numbers", "live",
+          "on deactivate and shutdown, with fresh joint states: the computed torque of a = -braking_gain v "
+          "[1/s] until the arm rests, one or one per joint (at most 1000)"),
+    Param("braking_time", 0.5, "number", "live", "longest braking on deactivate and shutdown [s]", 0.0, 10.0),
+    Param("torque_rate_limit", 1000.0, "numbers", "live",
+          "largest change of a joint's command [N m/s] (1000: Franka's 1 N m per ms), one or one per joint"),
+    Param("reengage.duration", 1.0, "number", "live",
+          "after activation, safe mode, a gap or a large error: seconds over which the reference blends from "
+          "the measured state back to the commanded one", 0.0, 60.0),
+    Param("reengage.error_limit", 0.3, "number", "live",
+          "a tracking error above this [rad] re-anchors the reference at the measured state", 1e-6, 1e3),
+    Param("max_stamp_lead", 1.0, "number", "live",
+          "joint states stamped more than this [s] ahead of this machine's clock are refused", 0.0, 3600.0),
     Param("state_publish_period", 10, "integer", "activate",
           "ticks between ~/desired, ~/external_torque and ~/wrench_estimate messages", 1, 1000000),
     Param("gravity_compensation", "controller", "string", "configure",
@@ -122,11 +142,14 @@ def check_values(values, njoints=None):
         if values[name] not in options:
             raise ValueError(f"parameter {name}: must be one of {', '.join(options)}, got {values[name]!r}")
 
-    for name in ("gains.kp", "gains.kd", "safe_mode_damping"):
+    for name in ("gains.kp", "gains.kd", "braking_gain", "torque_rate_limit"):
         if name in values:
             non_negative(name)
             if not values[name]:
                 raise ValueError(f"parameter {name}: needs one number or one per joint")
+    for name, low, high in (("braking_gain", 0.0, 1000.0), ("torque_rate_limit", 1e-3, 1e7)):
+        if name in values and not all(low <= x <= high for x in values[name]):
+            raise ValueError(f"parameter {name}: each must be in [{low:g}, {high:g}], got {values[name]!r}")
     checks = {
 
         "estimator.gain": positive,
@@ -136,6 +159,7 @@ def check_values(values, njoints=None):
         "adaptation.max_step": positive,
         "reference.frequency": non_negative,
         "safe_mode": lambda n: choice(n, SAFE_MODES),
+        "safe_mode_final": lambda n: choice(n, FINAL_MODES),
         "reference.type": lambda n: choice(n, REFERENCE_TYPES),
         "gravity_compensation": lambda n: choice(n, GRAVITY_MODES),
     }
@@ -144,7 +168,7 @@ def check_values(values, njoints=None):
             check(name)
     params.check_ranges(PARAMETERS, values)
     if njoints is not None:
-        for name in ("gains.kp", "gains.kd", "safe_mode_damping", "reference.amplitude",
+        for name in ("gains.kp", "gains.kd", "braking_gain", "torque_rate_limit", "reference.amplitude",
                      "reference.position"):
             if name in values:
                 per_joint(name, values[name], njoints, default=0.0)
@@ -195,9 +219,15 @@ class ControllerNode(LoopNode):
 
     def on_deactivate(self, state):
         self._stop_loop()
-        self._publish_safe_command()
+        self._stop_safely()
         self.state = "inactive"
         return super().on_deactivate(state)
+
+    def on_shutdown(self, state):
+        if self.state == "active":     # shutdown from active: the same stop as deactivate's
+            self._stop_loop()
+            self._stop_safely()
+        return super().on_shutdown(state)
 
     # ---------------------------------------------------------------- configure
     def _build(self, values):
@@ -245,7 +275,7 @@ class ControllerNode(LoopNode):
         f.observer_gain[:] = values["estimator.gain"]
         # the loop's arrays, (nv,) in the model's coordinate order, live in the tick's buffers
         c.q, c.v, c.effort, c.tau, c.tau_ext = f.q, f.v, f.effort, f.tau, f.tau_ext
-        c.q_d, c.v_d, c.a_d, c.kp, c.kd, c.damping = f.q_d, f.v_d, f.a_d, f.kp, f.kd, f.damping
+        c.q_d, c.v_d, c.a_d, c.kp, c.kd, c.brake_gain = f.q_d, f.v_d, f.a_d, f.kp, f.kd, f.brake_gain
         c.centre, c.amplitude = f.centre, f.amplitude
         if values["adaptation.enabled"]:
             c.adaptation = InertialAdaptation(model, values["adaptation.step_size"], values["adaptation.max_step"])
@@ -352,11 +382,20 @@ class ControllerNode(LoopNode):
         n = len(c.controlled)
         c.kp[c.controlled] = per_joint("gains.kp", values["gains.kp"], n)
         c.kd[c.controlled] = per_joint("gains.kd", values["gains.kd"], n)
-        c.damping[c.controlled] = per_joint("safe_mode_damping", values["safe_mode_damping"], n)
+        c.brake_gain[c.controlled] = per_joint("braking_gain", values["braking_gain"], n)
+        c.rate_hz = values["rate_hz"]
+        period = 1.0 / c.rate_hz
+        f = c.tick_kernel.f
+        f.max_step[c.controlled] = per_joint("torque_rate_limit", values["torque_rate_limit"], n) * period
         c.safe_mode = values["safe_mode"]
+        c.safe_mode_timeout = values["safe_mode_timeout"]
+        c.safe_mode_final = values["safe_mode_final"]
+        c.braking_time = values["braking_time"]
         c.watchdog_timeout = values["watchdog_timeout"]
         c.compensation = values["estimator.compensation"]
-        c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero"
+        c.reader.max_lead_ns = round(values["max_stamp_lead"] * 1e9)
+        c.s[T.S_BLEND_TIME] = values["reengage.duration"]
+        c.s[T.S_ERROR_LIMIT] = values["reengage.error_limit"]
         c.s[T.S_COMPENSATION] = c.compensation
 
     def _on_set_parameters(self, changes):
@@ -430,6 +469,7 @@ class ControllerNode(LoopNode):
         c.start_stamp = None
         c.last_sample_time = None
         c.safe = False
+        c.silent = False
         c.tick = 0
         c.publish_period = values["state_publish_period"]
         c.gradient_period = values["gradient.period"]
@@ -457,15 +497,7 @@ class ControllerNode(LoopNode):
             self._on_sample(now)
         if c.reader.stamp is None:
             return      # no joint state yet: nothing to command
-        stale = now - c.last_sample_time > c.watchdog_timeout
-        if stale != c.safe:
-            c.safe = stale
-            if stale:
-                c.watchdog_trips += 1
-                self.get_logger().error(f"safe mode ({c.safe_mode}): no valid joint state for "
-                                        f"{now - c.last_sample_time:.3f} s")
-            else:
-                self.get_logger().info("joint states are back: leaving safe mode")
+        silent = self._watchdog(now)
         t = (c.reader.stamp - c.start_stamp) * 1e-9
         k = c.tick
         publish_phase = k % c.publish_period
@@ -478,15 +510,15 @@ class ControllerNode(LoopNode):
         elif c.reference_point is not c.applied_point:
             self._apply_point()
         s[T.S_T] = t
-        s[T.S_SAFE] = c.safe
         s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
         s[T.S_WANT_GRADIENT] = gradient_phase == 1 % c.gradient_period and s[T.S_COUNT] > 0
         s[T.S_WANT_TWIST] = gradient_phase == 3 % c.gradient_period and c.twist_enabled and s[T.S_COUNT] > 0
         c.tick_kernel.tick()
         s[T.S_NEW_SAMPLE] = 0.0
         s[T.S_RESET] = 0.0
-        c.command_raw.views["data"][:] = c.tick_kernel.f.command
-        c.command_out.publish()
+        if not silent:
+            c.command_raw.views["data"][:] = c.tick_kernel.f.command
+            c.command_out.publish()
         c.tick += 1
         # the every-N-ticks messages, each on a tick of its own
         if publish_phase == 0:
@@ -498,6 +530,32 @@ class ControllerNode(LoopNode):
         if s[T.S_WANT_TWIST]:
             c.twist_raw.views["data"][:] = c.tick_kernel.f.twist_gradient
             c.twist_out.publish()
+
+    def _watchdog(self, now):
+        """Safe mode from the age of the newest valid joint state: stale for watchdog_timeout -> hold
+        (g(q) at the last state, or zero); for safe_mode_timeout -> safe_mode_final. Leaving it
+        re-anchors the reference at the measured state. True when no command is to be published."""
+        c = self._configured
+        age = now - c.last_sample_time
+        stale = age > c.watchdog_timeout
+        final = stale and age > c.safe_mode_timeout
+        if stale != c.safe:
+            c.safe = stale
+            if stale:
+                c.watchdog_trips += 1
+                self.get_logger().error(f"safe mode ({c.safe_mode}): no valid joint state for {age:.3f} s")
+            else:
+                c.s[T.S_ANCHOR] = 1.0
+                self.get_logger().info("joint states are back: leaving safe mode, blending back to the reference "
+                                       f"over {c.s[T.S_BLEND_TIME]:g} s")
+        if final != c.silent:
+            c.silent = final
+            if final:
+                self.get_logger().error(f"no valid joint state for {age:.3f} s: safe_mode_final "
+                                        f"{c.safe_mode_final}")
+        c.s[T.S_SAFE] = stale
+        c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero" or (final and c.safe_mode_final == "zero")
+        return final and c.safe_mode_final == "silent"
 
     def _take_joint_state(self, now):
         """Take every queued joint state and parse them newest first until one is accepted: the
@@ -533,6 +591,8 @@ class ControllerNode(LoopNode):
                                           "the reference continues from where it was")
         c.s[T.S_NEW_SAMPLE] = 1.0
         c.s[T.S_RESET] = reset
+        if reset:       # the first sample, or one after a gap (the loop paused): re-anchor the reference
+            c.s[T.S_ANCHOR] = 1.0
         c.s[T.S_DT] = dt
         c.s[T.S_HAS_EFFORT] = reader.has_effort
         c.previous_stamp = reader.stamp
@@ -589,21 +649,43 @@ class ControllerNode(LoopNode):
             c.estimate_out.publish()
 
     # ---------------------------------------------------------------- stopping
-    def _publish_safe_command(self):
-        """One safe-mode command at the last joint state (on deactivate, shutdown, a loop error)."""
+    def _stop_safely(self):
+        """Stop the arm and leave the safe command last (on deactivate, shutdown from active, a loop
+        error), at the loop's rate, on the caller's thread (the loop has stopped):
+        1. while joint states are fresh, brake: the computed torque of a = -braking_gain v, until
+           every controlled joint is slower than STOP_SPEED or braking_time has passed;
+        2. then the hold torque at the newest joint state (g(q), or zero with safe_mode zero), the
+           rate limit ramping to it; this command, with no velocity term, is what the robot holds."""
         c = self._configured
         if c is None or c.reader.stamp is None:
             return
         s = c.s
-        s[T.S_SAFE], s[T.S_ESTIMATE], s[T.S_NEW_SAMPLE], s[T.S_RESET] = 1.0, 0.0, 0.0, 0.0
+        s[T.S_ESTIMATE] = s[T.S_NEW_SAMPLE] = s[T.S_RESET] = s[T.S_ANCHOR] = 0.0
         s[T.S_WANT_WRENCH] = s[T.S_WANT_GRADIENT] = s[T.S_WANT_TWIST] = 0.0
-        c.tick_kernel.tick()
-        c.command_raw.views["data"][:] = c.tick_kernel.f.command
-        c.command_out.publish()
+        s[T.S_SAFE_ZERO] = c.safe_mode == "zero"
+        period = 1.0 / c.rate_hz
+        start = time.monotonic()
+        braking = True
+        for _ in range(int(round((c.braking_time + 1.0) / period))):    # at most: braking, then a 1 s ramp
+            now = time.monotonic()
+            if self._take_joint_state(now):
+                c.last_sample_time = now
+            fresh = now - c.last_sample_time <= c.watchdog_timeout
+            resting = np.all(np.abs(c.v[c.controlled]) < STOP_SPEED)
+            braking = braking and fresh and not resting and now - start < c.braking_time
+            s[T.S_BRAKE], s[T.S_SAFE] = float(braking), float(not braking)
+            limited = s[T.S_RATE_LIMITED]
+            c.tick_kernel.tick()
+            c.command_raw.views["data"][:] = c.tick_kernel.f.command
+            c.command_out.publish()
+            if not braking and s[T.S_RATE_LIMITED] == limited:
+                break       # the hold torque went out whole
+            time.sleep(max(0.0, period - (time.monotonic() - now)))
+        s[T.S_BRAKE] = 0.0
 
     def _on_loop_error(self, error):
-        self.get_logger().error(f"control loop stopped by an error: {error!r}; publishing the safe command")
-        self._publish_safe_command()
+        self.get_logger().error(f"control loop stopped by an error: {error!r}; stopping the arm")
+        self._stop_safely()
 
     # ---------------------------------------------------------------- diagnostics
     def counters(self):
@@ -613,7 +695,11 @@ class ControllerNode(LoopNode):
                   "rejected trajectories": c.rejected_trajectories,
                   "last rejected joint state": c.reader.last_rejection,
                   "last rejected reference or trajectory": c.last_rejection,
-                  "watchdog trips": c.watchdog_trips}
+                  "watchdog trips": c.watchdog_trips,
+                  "joint states stamped ahead of this clock": c.reader.future_stamps,
+                  "re-anchored references": int(c.s[T.S_ANCHORS]),
+                  "re-anchored after large errors": int(c.s[T.S_ERROR_ANCHORS]),
+                  "rate-limited commands": int(c.s[T.S_RATE_LIMITED])}
         values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
         values["estimator resets"] = int(c.s[T.S_ESTIMATOR_RESETS])
         values["estimator restarts after gaps"] = c.estimator_restarts
@@ -647,6 +733,7 @@ class ControllerNode(LoopNode):
                 "deadline misses": s["deadline_misses"],
                 "ticks": s["ticks"],
                 "safe mode": c.safe,
+                "safe mode final": c.silent and c.safe_mode_final,
             })
             error_sq, error_count = c.s[T.S_ERROR_SQ], c.s[T.S_ERROR_COUNT]
             if error_count:
@@ -654,6 +741,9 @@ class ControllerNode(LoopNode):
                 c.s[T.S_ERROR_SQ] = c.s[T.S_ERROR_COUNT] = 0.0
             if self.loop.error is not None:
                 level, message = DiagnosticStatus.ERROR, f"loop stopped: {self.loop.error!r}"
+            elif c.silent:
+                level, message = DiagnosticStatus.ERROR, (f"joint states stale for over {c.safe_mode_timeout:g} s: "
+                                                          f"{c.safe_mode_final}")
             elif c.safe:
                 level, message = DiagnosticStatus.ERROR, f"safe mode ({c.safe_mode}): joint states stale"
             elif c.reader.stamp is None:

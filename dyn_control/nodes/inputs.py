@@ -7,7 +7,9 @@ A sensor_msgs/JointState is accepted only when
 - position and velocity have one entry per name (effort: one per name, or none),
 - the model joints' positions and velocities are finite,
 - its stamp is newer than the last accepted one (a zero stamp means "now"), unless the caller
-  accepts a new time base (`new_time_base`: stamps that jumped back, as after a Gazebo reset).
+  accepts a new time base (`new_time_base`: stamps that jumped back, as after a Gazebo reset),
+  and not more than `max_lead_ns` ahead of this machine's clock (a stamp an hour ahead would
+  otherwise make every real one after it "not newer": refused and counted in `future_stamps`).
 Anything else is rejected, counted, and leaves the last accepted sample in place. Effort is
 optional: missing or non-finite, the sample simply has no measured effort.
 """
@@ -17,6 +19,9 @@ from . import wire
 from .qos import RING_CAPACITY
 
 ACCEPTED, REJECTED, IGNORED = "accepted", "rejected", "ignored"
+LAYOUTS = 8     # name lists a reader remembers (publishers sharing the topic)
+_NO_NAMES = np.zeros(0, dtype=np.uint8)     # a name list no message has (forces the full parse)
+_NO_INDEX = np.zeros(0, dtype=np.int64)
 
 
 def stamp_ns(stamp):
@@ -35,8 +40,10 @@ class JointStateReader:
     read(raw, now_ns) takes a serialized JointState (bytes or uint8 array, as a polled subscription
     takes it raw)
     and parses it with wire.parse_joint_state, which copies only the model joints' values: the
-    Python work per message does not grow with its size. The name list is decoded in Python only
-    when it changes (the first message of a publisher)."""
+    Python work per message does not grow with its size. A name list is decoded in Python once:
+    the last LAYOUTS name lists seen (ours, a gripper's, another robot's on the same topic) are
+    remembered with their index, so messages of other publishers cost one compiled comparison
+    each, however they interleave with ours."""
 
     def __init__(self, joint_names, q, v, effort):
         self.joint_names = tuple(joint_names)
@@ -44,11 +51,13 @@ class JointStateReader:
         self.has_effort = False
         self.stamp = None             # [ns] of the accepted sample, None before the first
         self.new_time_base = False    # accept an older stamp (after the watchdog: a simulator reset)
+        self.max_lead_ns = 1_000_000_000
         self.rejected = 0
+        self.future_stamps = 0
         self.last_rejection = ""
-        self._names_block = np.zeros(0, dtype=np.uint8)   # raw name list the index belongs to
-        self._index = np.zeros(0, dtype=np.int64)         # positions of the model joints in it
-        self._mapping_error = None    # or why that name list cannot be used
+        # (raw name list, positions of the model joints in it, None or why it cannot be used), the
+        # most recently seen first
+        self._layouts = []
         self._meta = np.zeros(6, dtype=np.int64)
         n = len(self.joint_names)
         self._q, self._v, self._effort = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -66,15 +75,23 @@ class JointStateReader:
             return self.reject(f"message larger than the receive buffer ({RING_CAPACITY} bytes)")
         buf = wire.message_view(raw)
         meta = self._meta
-        status = wire.parse_joint_state(buf, self._names_block, self._index, self._q, self._v, self._effort, meta)
-        if status == wire.JS_NAMES_CHANGED:
-            start, end = meta[wire.META_NAMES_START], meta[wire.META_NAMES_END]
-            self._map(wire.decode_names(raw, start + 4, meta[wire.META_COUNT]))
-            self._names_block = buf[start:end].copy()
-            status = wire.parse_joint_state(buf, self._names_block, self._index, self._q, self._v, self._effort,
-                                            meta)
+        for k, layout in enumerate(self._layouts):
+            status = wire.parse_joint_state(buf, layout[0], layout[1], self._q, self._v, self._effort, meta)
+            if status != wire.JS_NAMES_CHANGED:
+                if k:
+                    self._layouts.insert(0, self._layouts.pop(k))
+                break
+        else:      # a name list not seen lately: decoded once, then remembered
+            status = wire.parse_joint_state(buf, _NO_NAMES, _NO_INDEX, self._q, self._v, self._effort, meta)
+            if status == wire.JS_NAMES_CHANGED:
+                start, end = meta[wire.META_NAMES_START], meta[wire.META_NAMES_END]
+                index, error = self._map(wire.decode_names(raw, start + 4, meta[wire.META_COUNT]))
+                layout = (buf[start:end].copy(), index, error)
+                self._layouts.insert(0, layout)
+                del self._layouts[LAYOUTS:]
+                status = wire.parse_joint_state(buf, layout[0], layout[1], self._q, self._v, self._effort, meta)
         if status == wire.JS_FOREIGN:
-            return IGNORED if self._mapping_error is None else self.reject(self._mapping_error)
+            return IGNORED if layout[2] is None else self.reject(layout[2])
         if status == wire.JS_MALFORMED:
             return self.reject("malformed message (truncated, or not little-endian CDR)")
         if status == wire.JS_WRONG_LENGTHS:
@@ -83,6 +100,9 @@ class JointStateReader:
         if status == wire.JS_NON_FINITE:
             return self.reject("non-finite position or velocity")
         stamp = meta[wire.META_SEC] * 1_000_000_000 + meta[wire.META_NANOSEC] or now_ns
+        if stamp > now_ns + self.max_lead_ns:
+            self.future_stamps += 1
+            return self.reject(f"stamp {(stamp - now_ns) * 1e-9:.3f} s ahead of this machine's clock")
         if self.stamp is not None and stamp <= self.stamp and not self.new_time_base:
             return self.reject("stamp not newer than the last joint state's")
         self.q[:] = self._q
@@ -94,23 +114,20 @@ class JointStateReader:
         return ACCEPTED
 
     def _map(self, names):
-        self._index = np.zeros(0, dtype=np.int64)
-        self._mapping_error = None
+        """(positions of the model joints in `names`, None) or (empty, why they cannot be used); empty
+        with None: none of ours, another publisher's joints."""
         position = {}
         for k, name in enumerate(names):
             if name in position:
-                self._mapping_error = f"joint {name!r} named twice"
-                return
+                return _NO_INDEX, f"joint {name!r} named twice"
             position[name] = k
         missing = [j for j in self.joint_names if j not in position]
         if len(missing) == len(self.joint_names):
-            return      # none of ours: another publisher's joints
+            return _NO_INDEX, None
         if missing:
             unknown = [name for name in names if name not in self.joint_names]
-            self._mapping_error = (f"missing joints {missing}"
-                                   + (f" (unknown names {unknown})" if unknown else ""))
-            return
-        self._index = np.array([position[j] for j in self.joint_names], dtype=np.int64)
+            return _NO_INDEX, f"missing joints {missing}" + (f" (unknown names {unknown})" if unknown else "")
+        return np.array([position[j] for j in self.joint_names], dtype=np.int64), None
 
     def forget(self):
         """No sample yet (on activate)."""

@@ -13,9 +13,10 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from . import rcl_io
 
 # /joint_states in: sensor-data QoS (best effort, so it matches reliable and best-effort publishers).
-# The loop uses the newest valid state only (a tick never grows with a backlog); the few kept let
-# it step back over a newer message of another publisher on the same topic (a gripper's)
-SENSOR_DATA = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5, reliability=ReliabilityPolicy.BEST_EFFORT,
+# The loop uses the newest valid state only (a tick never grows with a backlog); the 64 kept let it
+# step back over newer messages of other publishers on the same topic (a gripper's, or a flood of
+# invalid ones: 64 per ms, 64 kHz, before a valid state at 1 kHz is pushed out)
+SENSOR_DATA = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=64, reliability=ReliabilityPolicy.BEST_EFFORT,
                          durability=DurabilityPolicy.VOLATILE)
 # bytes of each buffer a polled subscription takes into through rcl (a JointState of ~1000 joints)
 RING_CAPACITY = 1 << 16

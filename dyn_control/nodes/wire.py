@@ -91,8 +91,9 @@ def parse_joint_state(buf, names_block, index, q, v, effort, meta):
     """Parse a serialized sensor_msgs/JointState (uint8 array) for the model joints listed by
     `index` (position of each model joint in the message's name list, built for the name block
     `names_block`, the raw bytes of that list). On JS_OK: q, v (and effort when meta[HAS_EFFORT])
-    hold the model joints' values; meta holds the stamp and where the name block is. Nothing
-    is copied unless the result is JS_OK."""
+    hold the model joints' values; meta holds the stamp and, unless the message has another number
+    of names than `names_block` (JS_NAMES_CHANGED at once), where its name block is. Nothing is
+    copied unless the result is JS_OK."""
     if buf.shape[0] < ENCAPSULATION + 12 or buf[1] != 1:
         return JS_MALFORMED
     meta[META_SEC] = np.int64(buf[4:8].view(np.int32)[0])
@@ -104,6 +105,8 @@ def parse_joint_state(buf, names_block, index, q, v, effort, meta):
     if ENCAPSULATION + names_start + 4 > buf.shape[0]:
         return JS_MALFORMED
     n = _u32(buf, ENCAPSULATION + names_start)
+    if names_block.shape[0] >= 4 and n != _u32(names_block, 0):
+        return JS_NAMES_CHANGED        # another number of names: no need to look further
     at = names_start + 4
     for _ in range(n):
         at = _skip_string(buf, at)
