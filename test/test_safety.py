@@ -94,7 +94,7 @@ def test_anchor_makes_the_first_command_hold_the_measured_state():
     tick.f.centre[:] = centre
     q = centre + rng.uniform(-0.2, 0.2, NV)
     v = rng.uniform(-0.5, 0.5, NV)
-    tick.s[T.S_BLEND_TIME] = 0.5
+    tick.s[T.S_BLEND_TIME], tick.s[T.S_BLEND_SPEED] = 0.5, 100.0
     step(tick, 3.0, q, v, anchor=True)
     expected = np.clip(pin.rnea(PIN, PIN_DATA, q, v, np.zeros(NV)), -LIMITS, LIMITS)
     np.testing.assert_allclose(tick.f.command, expected, rtol=1e-12, atol=1e-10)
@@ -135,3 +135,16 @@ def test_the_rate_limit_bounds_each_command_step():
     np.testing.assert_allclose(tick.f.command, np.clip(unlimited, previous - 1.0, previous + 1.0),
                                rtol=1e-12, atol=1e-10)
     assert tick.s[T.S_RATE_LIMITED] == 1
+
+
+def test_a_large_offset_blends_slower():
+    controlled = np.arange(3)
+    offset = np.array([0.1, -0.8, 0.2])
+    assert safety.blend_duration(offset, controlled, 1.0, 0.5) == pytest.approx(1.875 * 0.8 / 0.5)
+    assert safety.blend_duration(offset * 0.1, controlled, 1.0, 0.5) == 1.0
+    # the offset's peak speed is then the bound
+    duration = safety.blend_duration(offset, controlled, 1.0, 0.5)
+    zero = np.zeros(3)
+    speeds = [np.abs(blended(t, duration, offset, zero, zero, zero, zero)[1][1]).max()
+              for t in np.linspace(0.0, duration, 401)]
+    assert max(speeds) == pytest.approx(0.5, rel=1e-4)

@@ -8,7 +8,8 @@ time of the anchor, offset_q = q - q_d(t0) and offset_v = v - v_d(t0), the track
 with the quintic Hermite bases
     H0(s) = 1 - 10 s^3 + 15 s^4 - 6 s^5,   H1(s) = s - 6 s^3 + 8 s^4 - 3 s^5
 (H0(0) = 1, H1'(0) = 1, every other value, slope and curvature zero at both ends), and v_r, a_r
-its derivatives. So the reference starts at the measured position and velocity (no error to act
+its derivatives. T is `reengage.duration`, or longer where an offset would otherwise move faster
+than `reengage.max_velocity` (blend_duration). So the reference starts at the measured position and velocity (no error to act
 on, hence no torque step) and joins q_d after T seconds with continuous velocity and acceleration.
 
 Torque-rate limit. Every command differs from the previous one by at most `max_step` per joint
@@ -50,6 +51,16 @@ def blend_reference(elapsed, duration, offset_q, offset_v, q_d, v_d, a_d, q_r, v
         v_r[k] = v_d[k] + (dq * dh0 + dv * dh1) / duration
         a_r[k] = a_d[k] + (dq * ddh0 + dv * ddh1) / (duration * duration)
     return True
+
+
+@njit(cache=True, nogil=True)
+def blend_duration(offset_q, controlled, shortest, speed):
+    """The blend's duration: `shortest`, or longer where the largest position offset would move
+    faster than `speed` (the offset's peak speed is 15/8 of its mean, |offset_q| / T)."""
+    largest = 0.0
+    for j in range(controlled.shape[0]):
+        largest = max(largest, abs(offset_q[controlled[j]]))
+    return max(shortest, 1.875 * largest / speed)
 
 
 @njit(cache=True, nogil=True)

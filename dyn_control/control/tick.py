@@ -49,17 +49,18 @@ from ..kernels.regressor import regressor
 from ..kernels.rnea import rnea
 from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
-from .safety import anchor, blend_reference, largest_error, rate_limit
+from .safety import anchor, blend_duration, blend_reference, largest_error, rate_limit
 from .trajectory import Trajectory
 
 # entries of the scalar field `s`: inputs (set by the caller) ...
 (S_T, S_OMEGA, S_DT, S_POINT, S_NEW_SAMPLE, S_RESET, S_HAS_EFFORT, S_SAFE, S_SAFE_ZERO,
  S_COMPENSATION, S_GRAVITY_BY_ROBOT, S_ESTIMATE, S_GRADIENTS, S_TWIST, S_WANT_WRENCH,
  S_WANT_GRADIENT, S_WANT_TWIST, S_WRENCH_DAMPING, S_CUTOFF_HZ, S_BRAKE, S_ANCHOR, S_BLEND_TIME,
- S_ERROR_LIMIT,
+ S_BLEND_SPEED, S_ERROR_LIMIT,
  # ... and state and outputs (kept by the kernel)
  S_NON_FINITE, S_ERROR_SQ, S_ERROR_COUNT, S_ESTIMATOR_RESETS, S_COUNT, S_NEXT, S_WRENCH_OK,
- S_FILTER_STARTED, S_BLEND_START, S_BLENDING, S_ANCHORS, S_ERROR_ANCHORS, S_RATE_LIMITED, NS) = range(37)
+ S_FILTER_STARTED, S_BLEND_START, S_BLEND_SPAN, S_BLENDING, S_ANCHORS, S_ERROR_ANCHORS, S_RATE_LIMITED,
+ NS) = range(39)
 
 TWIST_COMPONENTS = ("wx", "wy", "wz", "vx", "vy", "vz")
 
@@ -159,10 +160,12 @@ class TickBuffers:
         self.reset()
 
     def set_safety_defaults(self):
-        """No torque-rate limit, no error limit, a 1 s blend (the node sets its parameters)."""
+        """No torque-rate limit, no error limit, a blend of 1 s at least and at most 0.5 rad/s (the
+        node sets its parameters)."""
         self.f.max_step[:] = np.inf
         self.f.s[S_ERROR_LIMIT] = np.inf
         self.f.s[S_BLEND_TIME] = 1.0
+        self.f.s[S_BLEND_SPEED] = 0.5
 
     def reset(self):
         """No sample seen: estimators, window, per-tick flags, the blend and the tracking-error sums
@@ -413,22 +416,25 @@ def _hold_torque(s, g, out):
 def tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, offset_q, offset_v, q_r, v_r, a_r):
     """q_r, v_r, a_r: the reference blended from the last anchor (safety.py). While tracking, a new
     sample with an error above s[S_ERROR_LIMIT] re-anchors; so does s[S_ANCHOR] (the caller's:
-    activation, the end of safe mode or of a gap). Shared by the closed chain's tick."""
+    activation, the end of safe mode or of a gap). The blend lasts s[S_BLEND_TIME], longer where the
+    position offset would otherwise move faster than s[S_BLEND_SPEED] (its peak speed is 15/8 of
+    the mean). Shared by the closed chain's tick."""
     t = s[S_T]
     if tracking and s[S_ANCHOR] == 0.0 and s[S_NEW_SAMPLE] != 0.0:
         elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
-        blend_reference(elapsed, s[S_BLEND_TIME], offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r)
+        blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r)
         if largest_error(q_r, q, controlled) > s[S_ERROR_LIMIT]:
             s[S_ANCHOR] = 1.0
             s[S_ERROR_ANCHORS] += 1.0
     if s[S_ANCHOR] != 0.0:
         anchor(q, v, q_d, v_d, mask, offset_q, offset_v)
+        s[S_BLEND_SPAN] = blend_duration(offset_q, controlled, s[S_BLEND_TIME], s[S_BLEND_SPEED])
         s[S_BLEND_START] = t
         s[S_BLENDING] = 1.0
         s[S_ANCHORS] += 1.0
         s[S_ANCHOR] = 0.0
     elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
-    s[S_BLENDING] = 1.0 if blend_reference(elapsed, s[S_BLEND_TIME], offset_q, offset_v, q_d, v_d, a_d,
+    s[S_BLENDING] = 1.0 if blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d,
                                            q_r, v_r, a_r) else 0.0
 
 

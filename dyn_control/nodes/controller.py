@@ -108,6 +108,9 @@ PARAMETERS = (
     Param("reengage.duration", 1.0, "number", "live",
           "after activation, safe mode, a gap or a large error: seconds over which the reference blends from "
           "the measured state back to the commanded one", 0.0, 60.0),
+    Param("reengage.max_velocity", 0.5, "number", "live",
+          "the blend lasts longer where its position offset would otherwise move faster than this [rad/s]",
+          1e-3, 100.0),
     Param("reengage.error_limit", 0.3, "number", "live",
           "a tracking error above this [rad] re-anchors the reference at the measured state", 1e-6, 1e3),
     Param("max_stamp_lead", 1.0, "number", "live",
@@ -396,6 +399,7 @@ class ControllerNode(LoopNode):
         c.reader.max_lead_ns = round(values["max_stamp_lead"] * 1e9)
         c.s[T.S_BLEND_TIME] = values["reengage.duration"]
         c.s[T.S_ERROR_LIMIT] = values["reengage.error_limit"]
+        c.s[T.S_BLEND_SPEED] = values["reengage.max_velocity"]
         c.s[T.S_COMPENSATION] = c.compensation
 
     def _on_set_parameters(self, changes):
@@ -609,8 +613,9 @@ class ControllerNode(LoopNode):
         c = self._configured
         m = c.desired_raw
         m.set_stamp(c.reader.stamp)
-        m.views["position"][:] = c.q_d[c.controlled]
-        m.views["velocity"][:] = c.v_d[c.controlled]
+        f = c.tick_kernel.f       # the tracked reference: q_d blended from the last anchor
+        m.views["position"][:] = f.q_r[c.controlled]
+        m.views["velocity"][:] = f.v_r[c.controlled]
         m.views["effort"][:] = c.tau[c.controlled]
         c.desired_out.publish()
 
