@@ -321,6 +321,8 @@ def main(argv=None):
                     "(default: until Ctrl-C)")
     commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (once, ahead of a "
                         "first configure)")
+    commands.add_parser("faults", help="the controller under injected faults (outages of its joint states, a "
+                        "paused process, deactivate and shutdown), judged from outside")
     demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm or spherical five-bar")
     demo_args.add_argument("--robot", choices=("arm", "five_bar"), default="arm",
                            help="arm: config/demo.yaml (default); five_bar: config/five_bar_demo.yaml")
@@ -333,6 +335,9 @@ def main(argv=None):
         return bringup(os.path.abspath(args.config), args.duration)
     if args.command == "compile":
         return compile_kernels()
+    if args.command == "faults":
+        from .faults import main as faults
+        return faults()
     from .demo import run_demo
     return run_demo(args.duration, args.output, args.robot)
 

@@ -501,7 +501,8 @@ class ControllerNode(LoopNode):
             self._on_sample(now)
         if c.reader.stamp is None:
             return      # no joint state yet: nothing to command
-        silent = self._watchdog(now)
+        if self._watchdog(now):
+            return      # silent: no command, and the rate limit goes on from the last one published
         t = (c.reader.stamp - c.start_stamp) * 1e-9
         k = c.tick
         publish_phase = k % c.publish_period
@@ -520,9 +521,8 @@ class ControllerNode(LoopNode):
         c.tick_kernel.tick()
         s[T.S_NEW_SAMPLE] = 0.0
         s[T.S_RESET] = 0.0
-        if not silent:
-            c.command_raw.views["data"][:] = c.tick_kernel.f.command
-            c.command_out.publish()
+        c.command_raw.views["data"][:] = c.tick_kernel.f.command
+        c.command_out.publish()
         c.tick += 1
         # the every-N-ticks messages, each on a tick of its own
         if publish_phase == 0:
@@ -657,10 +657,12 @@ class ControllerNode(LoopNode):
     def _stop_safely(self):
         """Stop the arm and leave the safe command last (on deactivate, shutdown from active, a loop
         error), at the loop's rate, on the caller's thread (the loop has stopped):
-        1. while joint states are fresh, brake: the computed torque of a = -braking_gain v, until
-           every controlled joint is slower than STOP_SPEED or braking_time has passed;
+        1. brake: on each new joint state, the computed torque of a = -braking_gain v, until every
+           controlled joint is slower than STOP_SPEED, braking_time has passed or the joint states
+           are stale (watchdog_timeout);
         2. then the hold torque at the newest joint state (g(q), or zero with safe_mode zero), the
-           rate limit ramping to it; this command, with no velocity term, is what the robot holds."""
+           rate limit ramping to it (at most 1 s); this command, with no velocity term, is what the
+           robot holds."""
         c = self._configured
         if c is None or c.reader.stamp is None:
             return
@@ -669,24 +671,29 @@ class ControllerNode(LoopNode):
         s[T.S_WANT_WRENCH] = s[T.S_WANT_GRADIENT] = s[T.S_WANT_TWIST] = 0.0
         s[T.S_SAFE_ZERO] = c.safe_mode == "zero"
         period = 1.0 / c.rate_hz
-        start = time.monotonic()
-        braking = True
-        for _ in range(int(round((c.braking_time + 1.0) / period))):    # at most: braking, then a 1 s ramp
-            now = time.monotonic()
+        s[T.S_BRAKE], s[T.S_SAFE] = 1.0, 0.0
+        start = now = time.monotonic()
+        while now - start < c.braking_time and now - c.last_sample_time <= c.watchdog_timeout:
             if self._take_joint_state(now):
                 c.last_sample_time = now
-            fresh = now - c.last_sample_time <= c.watchdog_timeout
-            resting = np.all(np.abs(c.v[c.controlled]) < STOP_SPEED)
-            braking = braking and fresh and not resting and now - start < c.braking_time
-            s[T.S_BRAKE], s[T.S_SAFE] = float(braking), float(not braking)
-            limited = s[T.S_RATE_LIMITED]
-            c.tick_kernel.tick()
-            c.command_raw.views["data"][:] = c.tick_kernel.f.command
-            c.command_out.publish()
-            if not braking and s[T.S_RATE_LIMITED] == limited:
-                break       # the hold torque went out whole
+                if np.all(np.abs(c.v[c.controlled]) < STOP_SPEED):
+                    break
+                self._publish_tick()
             time.sleep(max(0.0, period - (time.monotonic() - now)))
-        s[T.S_BRAKE] = 0.0
+            now = time.monotonic()
+        s[T.S_BRAKE], s[T.S_SAFE] = 0.0, 1.0
+        for _ in range(int(round(1.0 / period))):
+            limited = s[T.S_RATE_LIMITED]
+            self._publish_tick()
+            if s[T.S_RATE_LIMITED] == limited:
+                break       # the hold torque went out whole
+            time.sleep(period)
+
+    def _publish_tick(self):
+        c = self._configured
+        c.tick_kernel.tick()
+        c.command_raw.views["data"][:] = c.tick_kernel.f.command
+        c.command_out.publish()
 
     def _on_loop_error(self, error):
         self.get_logger().error(f"control loop stopped by an error: {error!r}; stopping the arm")

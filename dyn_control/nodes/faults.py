@@ -1,0 +1,321 @@
+"""dyn-control faults: the controller under injected faults, judged from outside.
+
+Each scenario brings up the bundled arm's controller and simulator (`bringup`, each node in its own
+process, the demo's sine: 0.3 rad at 0.5 Hz on every joint) with a relay (relay.py, a process of its
+own) between the simulator's /joint_states and the controller, which listens to
+/relayed/joint_states. While the simulated robot goes on, faults come at set times:
+- outages: the relay drops the joint states for 0.05, 0.2, 0.5 and 1 s;
+- pause: SIGSTOP of the controller's process for 1 s (SIGCONT after);
+- stop: deactivate the controller, the simulator holding its last command (as ros2_control's
+  forward controllers do); activate it again; then lifecycle shutdown from active.
+A listener in the bringup process records the simulator's joint states (the true state), the
+controller's ~/desired and commands (values and DDS source timestamps), and /diagnostics. Per fault,
+from the fault's start (t0) to 2 s after its end (t1):
+- peak speed: each joint's largest speed against the larger of 1.5 times its peak speed over the
+  2 s before t0 and 0.5 rad/s, and against its URDF velocity limit (the worst joint's ratio);
+- energy: the largest kinetic energy 1/2 v^T M(q) v (M from the model of the simulated robot)
+  against its value at t0;
+- recovery: after t1 (after a stop: after the activation that follows), how long until the
+  tracking error (~/desired against the true state) stays below 1e-3 rad;
+- command steps: the largest change between consecutive commands against torque_rate_limit / rate.
+`run_scenarios()` returns these figures; `dyn-control faults` prints them; test_ros_faults.py
+asserts them.
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import yaml
+
+from .cli import bringup
+
+RATE_HZ = 1000.0
+RATE_LIMIT = 1000.0          # [N m/s], the controller's default
+TRACKING_TOLERANCE = 1e-3    # [rad]
+WINDOW_AFTER = 2.0           # [s] judged after a fault's end
+OUTAGES = (0.05, 0.2, 0.5, 1.0)
+AMPLITUDE, FREQUENCY = 0.3, 0.5      # [rad], [Hz]: the demo's sine
+Q0 = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+
+
+def configuration(urdf, hold_commands):
+    """The nodes' parameters: the demo's controller on /relayed/joint_states; the simulator holding
+    its last command for 10 s (hold_commands) or, as a robot does, braking after 0.1 s."""
+    controller = {"urdf_path": urdf, "rate_hz": RATE_HZ, "joint_states_topic": "/relayed/joint_states",
+                  "reference": {"type": "sine", "amplitude": AMPLITUDE, "frequency": FREQUENCY},
+                  "gains": {"kp": 400.0, "kd": 40.0}, "torque_rate_limit": RATE_LIMIT,
+                  "estimator": {"frame": "arm7_tool"}}
+    simulator = {"urdf_path": urdf, "rate_hz": RATE_HZ, "initial_positions": Q0,
+                 "command_timeout": 10.0 if hold_commands else 0.1,
+                 "realtime": {"cpu": 0, "priority": 40}}
+    return {"dyn_controller": {"ros__parameters": controller}, "dyn_simulator": {"ros__parameters": simulator}}
+
+
+class FaultMonitor:
+    """A bringup monitor that records the loop and fires `events` [(seconds after activation,
+    name, action(monitor))] from its status thread."""
+
+    def __init__(self, events, config):
+        self.events = sorted(events, key=lambda e: e[0])
+        self.config = config
+        self.windows = {}     # event name -> [t0, t1] [ns]
+
+    def start(self, node):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from lifecycle_msgs.srv import ChangeState
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64, Float64MultiArray
+
+        from . import qos
+        self.node = node
+        self.states = qos.PolledSubscription(node, JointState, "/joint_states", qos.recording(5000))
+        self.desired = qos.PolledSubscription(node, JointState, "/dyn_controller/desired", qos.recording(1000))
+        self.commands = qos.PolledSubscription(node, Float64MultiArray, "/effort_controller/commands",
+                                               qos.recording(5000))
+        self.drops = qos.PolledSubscription(node, Float64MultiArray, "/dyn_relay/dropped", qos.recording(10))
+        self.diagnostics = qos.PolledSubscription(node, DiagnosticArray, "/diagnostics", qos.recording(100))
+        self.drop = node.create_publisher(Float64, "/dyn_relay/drop", qos.STATE)
+        self.lifecycle = node.create_client(ChangeState, "/dyn_controller/change_state")
+        self.rows = {"states": [], "desired": [], "commands": [], "drops": []}
+        self.trips = []       # (source time [ns], watchdog trips) from the controller's diagnostics
+        self.Float64 = Float64
+
+    def status(self, phase, elapsed):
+        self.poll()
+        while phase == "run" and self.events and self.events[0][0] <= elapsed:
+            _, name, action = self.events.pop(0)
+            action(self, name)
+
+    def stop(self):
+        self.poll()
+
+    def poll(self):
+        from .inputs import stamp_ns
+        for key, subscription in (("states", self.states), ("desired", self.desired)):
+            while (taken := subscription.take_with_info()) is not None:
+                msg, info = taken
+                self.rows[key].append((info["source_timestamp"], stamp_ns(msg.header.stamp), np.array(msg.position),
+                                       np.array(msg.velocity)))
+        while (taken := self.commands.take_with_info()) is not None:
+            self.rows["commands"].append((taken[1]["source_timestamp"], np.array(taken[0].data)))
+        while (msg := self.drops.take()) is not None:
+            self.rows["drops"].append(list(msg.data))
+        while (taken := self.diagnostics.take_with_info()) is not None:
+            for status in taken[0].status:
+                values = {kv.key: kv.value for kv in status.values}
+                if "dyn_controller" in status.name and "watchdog trips" in values:
+                    self.trips.append((taken[1]["source_timestamp"], int(values["watchdog trips"])))
+
+
+# the faults: each returns action(monitor, name), which injects it at the reference's next speed
+# peak and notes its window [t0, t1]
+def at_speed_peak(monitor):
+    """Sleep until the sine reference is at its next speed peak (its t = 0, the stamp of the first
+    ~/desired, plus a whole number of half periods), so that the arm's kinetic energy is near its
+    largest when the fault starts. Stamps become this clock's time through the newest joint state's
+    source timestamp."""
+    monitor.poll()
+    first_stamp = monitor.rows["desired"][0][1]
+    source, stamp = monitor.rows["states"][-1][:2]
+    offset = source - stamp
+    half_period = round(0.5e9 / FREQUENCY)
+    now = time.time_ns() - offset
+    target = first_stamp + -(-(now - first_stamp) // half_period) * half_period + offset
+    time.sleep(max(0.0, (target - time.time_ns()) * 1e-9))
+
+
+def outage(seconds):
+    """The relay drops the joint states for `seconds` (the window: from the relay's report)."""
+    def action(monitor, name):
+        at_speed_peak(monitor)
+        monitor.drop.publish(monitor.Float64(data=seconds))
+        monitor.windows[name] = None
+    return action
+
+
+def pause(seconds):
+    """SIGSTOP of the controller's process, SIGCONT `seconds` later."""
+    def action(monitor, name):
+        pid = controller_pid(monitor.config)
+        at_speed_peak(monitor)
+        start = time.time_ns()
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+        os.kill(pid, signal.SIGCONT)
+        monitor.windows[name] = [start, time.time_ns()]
+    return action
+
+
+def lifecycle(transition):
+    """A lifecycle transition of the controller (deactivate, activate, shutdown)."""
+    def action(monitor, name):
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+        request = ChangeState.Request()
+        request.transition.id = getattr(Transition, f"TRANSITION_{transition.upper()}")
+        if transition != "activate":
+            at_speed_peak(monitor)
+        start = time.time_ns()
+        future = monitor.lifecycle.call_async(request)
+        deadline = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        monitor.windows[name] = [start, time.time_ns()]
+    return action
+
+
+def controller_pid(config):
+    """The pid of the controller process bringup started with `config` (its command line names it)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    words = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"dyn_control.nodes.controller" in words and config.encode() in words:
+                return int(entry)
+    raise RuntimeError("the controller's process was not found")
+
+
+def run(events, duration, hold_commands, folder):
+    """One bringup with the relay, the events fired; returns the monitor with its recording."""
+    import dyn_control as dc
+    config = os.path.join(folder, f"faults_{len(os.listdir(folder))}.yaml")
+    with open(config, "w") as f:
+        yaml.safe_dump(configuration(dc.bundled_urdf("arm7"), hold_commands), f)
+    relay = subprocess.Popen([sys.executable, "-m", "dyn_control.nodes.relay"], start_new_session=True)
+    monitor = FaultMonitor(events, config)
+    try:
+        code = bringup(config, duration, monitor)
+    finally:
+        relay.send_signal(signal.SIGINT)
+        try:
+            relay.wait(5.0)
+        except subprocess.TimeoutExpired:
+            relay.kill()
+            relay.wait()
+    monitor.code = code
+    for start, end, _ in monitor.rows["drops"]:
+        name = next((n for n, w in monitor.windows.items() if w is None), None)
+        if name is not None:
+            monitor.windows[name] = [int(start), int(end)]
+    return monitor
+
+
+def run_scenarios(oracle=None, folder=None):
+    """Every scenario of the module docstring: {fault name: figures (judge())}, and the bringup exit
+    codes. oracle: the simulated robot's mass matrix and velocity limits (RobotOracle: Pinocchio's
+    where installed, else this package's)."""
+    oracle = oracle or RobotOracle()
+    with tempfile.TemporaryDirectory(prefix="dyn_control_faults_") as scratch:
+        folder = folder or scratch
+        outages = run([(4.0 * (k + 1), f"outage {d:g} s", outage(d)) for k, d in enumerate(OUTAGES)],
+                      4.0 * len(OUTAGES) + 4.0, False, folder)
+        paused = run([(4.0, "SIGSTOP 1 s", pause(1.0))], 8.0, False, folder)
+        stops = run([(4.0, "deactivate", lifecycle("deactivate")), (6.5, "activate", lifecycle("activate")),
+                     (11.0, "shutdown", lifecycle("active_shutdown"))], 14.0, True, folder)
+    figures = {}
+    for monitor in (outages, paused, stops):
+        for name, window in monitor.windows.items():
+            if name == "activate":
+                continue
+            recovery_after = monitor.windows.get("activate") if name == "deactivate" else window
+            figures[name] = judge(monitor, window, recovery_after, oracle, stopped=name in ("deactivate", "shutdown"))
+    return figures, [m.code for m in (outages, paused, stops)]
+
+
+def judge(monitor, window, recovery_after, oracle, stopped=False):
+    """The figures of one fault (module docstring); window [t0, t1] [ns]."""
+    t0, t1 = window
+    states = monitor.rows["states"]
+    times = np.array([row[0] for row in states])
+    q = np.array([row[2] for row in states])
+    v = np.array([row[3] for row in states])
+    before = (times >= t0 - 2e9) & (times < t0)
+    after = (times >= t0) & (times <= t1 + WINDOW_AFTER * 1e9)
+    peak_before = np.abs(v[before]).max(axis=0)
+    allowed = np.maximum(1.5 * peak_before, 0.5)
+    peak_after = np.abs(v[after]).max(axis=0)
+    energy = oracle.kinetic_energy(q[after], v[after])
+    start = np.argmin(np.abs(times - t0))
+    energy_start = oracle.kinetic_energy(q[start:start + 1], v[start:start + 1])[0]
+    figures = {"window [s]": (t1 - t0) * 1e-9,
+               "peak speed / allowed": float((peak_after / allowed).max()),
+               "peak speed / URDF limit": float((peak_after / oracle.velocity_limits).max()),
+               "peak speed [rad/s]": float(peak_after.max()),
+               "energy / energy at t0": float(energy.max() / energy_start),
+               "energy at t0 [J]": float(energy_start)}
+    if not stopped or recovery_after is not None:
+        figures["recovery [s]"] = recovery_time(monitor, (recovery_after or window)[1])
+    steps = command_steps(monitor)
+    figures["command step / rate limit"] = float(steps.max() / (RATE_LIMIT / RATE_HZ))
+    return figures
+
+
+def recovery_time(monitor, t1):
+    """Seconds after t1 until the tracking error stays below TRACKING_TOLERANCE (until t1 + 3 s);
+    inf when it does not."""
+    by_stamp = {row[1]: row[2] for row in monitor.rows["states"]}
+    desired = [(row[0], np.abs(row[2] - by_stamp[row[1]]).max()) for row in monitor.rows["desired"]
+               if row[1] in by_stamp and t1 <= row[0] <= t1 + 3e9]
+    if not desired:
+        return float("inf")
+    late = [t for t, error in desired if error >= TRACKING_TOLERANCE]
+    if not late:
+        return 0.0
+    if late[-1] >= desired[-1][0]:
+        return float("inf")
+    return (late[-1] - t1) * 1e-9
+
+
+def command_steps(monitor):
+    """|command_k - command_k-1| of consecutive commands (by source timestamp), per joint."""
+    rows = sorted(monitor.rows["commands"], key=lambda row: row[0])
+    values = np.array([row[1] for row in rows])
+    return np.abs(np.diff(values, axis=0)).max(axis=0)
+
+
+class RobotOracle:
+    """The simulated arm's mass matrix and velocity limits, from Pinocchio where it is installed (an
+    independent library: the tests' oracle), else from this package."""
+
+    def __init__(self):
+        import dyn_control as dc
+        urdf = dc.bundled_urdf("arm7")
+        try:
+            import pinocchio as pin
+        except ImportError:
+            model = dc.load_urdf(urdf)
+            data = model.create_data()
+            self.mass_matrix = lambda q: dc.crba(model, data, q)
+            self.velocity_limits = np.asarray(model.velocity_limit)
+            return
+        model = pin.buildModelFromUrdf(urdf)
+        data = model.createData()
+
+        def mass_matrix(q):
+            M = pin.crba(model, data, q)
+            return np.triu(M) + np.triu(M, 1).T
+        self.mass_matrix = mass_matrix
+        self.velocity_limits = np.asarray(model.velocityLimit)
+
+    def kinetic_energy(self, q, v):
+        """1/2 v^T M(q) v of each row."""
+        return np.array([0.5 * v[k] @ self.mass_matrix(q[k]) @ v[k] for k in range(len(q))])
+
+
+def main():
+    figures, codes = run_scenarios()
+    print(f"\nfault injection (bundled arm, sine 0.3 rad at 0.5 Hz; bringup exit codes {codes})")
+    keys = ["window [s]", "peak speed [rad/s]", "peak speed / allowed", "peak speed / URDF limit",
+            "energy / energy at t0", "recovery [s]", "command step / rate limit"]
+    print("| fault | " + " | ".join(keys) + " |")
+    print("|---" * (len(keys) + 1) + "|")
+    for name, values in figures.items():
+        print(f"| {name} | " + " | ".join(f"{values[k]:.3g}" if k in values else "-" for k in keys) + " |")
+    return 0 if all(code == 0 for code in codes) else 1
