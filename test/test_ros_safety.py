@@ -9,6 +9,8 @@ state, g(q) at the last state in safe mode (no velocity term), both clipped to t
 limits. The re-engagement blend and the torque-rate limit are off here (test_ros_faults.py judges
 them on a moving simulated robot), so every command is one of those two.
 """
+import subprocess
+import sys
 import threading
 import time
 
@@ -65,7 +67,7 @@ def controller_parameters(**changes):
     values = {"urdf_path": URDF, "rate_hz": RATE_HZ, "gains.kp": KP, "gains.kd": KD,
               "reference.type": "hold", "reference.position": HOLD.tolist(), "watchdog_timeout": WATCHDOG,
               "safe_mode": "gravity", "safe_mode_timeout": 60.0, "gradient.period": 50,
-              "gradient.window": WINDOW, "state_publish_period": 5, "reengage.duration": 0.0,
+              "gradient.window": WINDOW, "state_publish_period": 5, "reengage.duration": 0.0, "reengage.max_velocity": 100.0,
               "torque_rate_limit": 1e7}
     values.update(changes)
     return [Parameter(name, value=value) for name, value in values.items()]
@@ -498,6 +500,73 @@ def test_controlled_subset_in_the_order_of_joints(ros):
     assert_all_close(received, expected, "subset command")
 
 
+FLOOD = """
+import sys, time, rclpy
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import JointState
+names, rate, seconds = sys.argv[1].split(","), float(sys.argv[2]), float(sys.argv[3])
+rclpy.init()
+node = rclpy.create_node("flood")
+publisher = node.create_publisher(JointState, "/joint_states", 10)
+msg = JointState(name=names, position=[float("nan")] * len(names), velocity=[0.0] * len(names))
+count, start = 0, time.monotonic()
+while time.monotonic() - start < seconds:
+    msg.header.stamp = node.get_clock().now().to_msg()
+    publisher.publish(msg)
+    count += 1
+    if rate:
+        time.sleep(max(0.0, start + count / rate - time.monotonic()))
+print(count)
+"""
+
+
+def flood(names, rate, seconds):
+    """Another process publishing JointStates of `names` (NaN positions) on /joint_states, at `rate`
+    per second (0: as fast as it can), for `seconds`."""
+    return subprocess.Popen([sys.executable, "-c", FLOOD, ",".join(names), str(rate), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_a_flood_of_invalid_joint_states_never_hides_the_valid_ones(active):
+    """Another publisher floods the topic with invalid states (NaN positions, our names) as fast as
+    it can: the valid 200 Hz ones still arrive in the 64-deep queue (the baseline: a 5-deep queue, 40
+    watchdog trips in 10 s), so no trip, the computed torque of the valid state, the flood counted."""
+    controller, injector = active
+    before = controller.counters()
+    process = flood(JOINTS, 0, 3.0)
+    time.sleep(1.0)
+    commands = injector.commands_for(1.5)
+    published = int(process.communicate(timeout=30)[0])
+    after = controller.counters()
+    rejected = after["rejected joint states"] - before["rejected joint states"]
+    print(f"flood: {published} invalid joint states published in 3 s, {rejected} rejected by the controller")
+    assert published > 3000, "the flood was too slow to test anything"
+    assert rejected > 1000
+    assert after["watchdog trips"] == before["watchdog trips"]
+    assert_all_close(commands, computed_torque(), "the valid joint states under the flood")
+
+
+def test_a_foreign_publisher_with_thousands_of_joints_costs_one_decode(active):
+    """A publisher of 1,000 other joints at 1 kHz on the same topic (the baseline: a Python decode of
+    its name list on every message, 773 deadline misses in 8 s at 2,000): its name list is decoded once, our
+    valid states go on being taken, no trip. (2,000 or 6,000 names with their positions and velocities
+    do not fit the 64 KiB receive buffer: rcl
+    refuses such a message before any parsing.)"""
+    controller, injector = active
+    reader = controller._configured.reader
+    decoded, before = reader.names_decoded, controller.counters()
+    process = flood([f"other_joint_{k}" for k in range(1000)], 1000.0, 3.0)
+    time.sleep(1.0)
+    commands = injector.commands_for(1.5)
+    published = int(process.communicate(timeout=30)[0])
+    print(f"{published} messages of 1,000 names published in 3 s; name lists decoded: "
+          f"{reader.names_decoded - decoded}")
+    assert published > 300, "the foreign publisher was too slow to test anything"
+    assert 1 <= reader.names_decoded - decoded <= 2      # the foreign list, and ours once more at most
+    assert controller.counters()["watchdog trips"] == before["watchdog trips"]
+    assert_all_close(commands, computed_torque(), "our joint states beside the foreign ones")
+
+
 def test_a_backlog_costs_one_parse(ros):
     """With joint states queued (the loop stopped), one tick's intake parses the newest only."""
     controller, injector, _, _ = ros
@@ -511,7 +580,7 @@ def test_a_backlog_costs_one_parse(ros):
     try:
         time.sleep(0.05)
         controller._configured.joint_states.take_all_raw()      # anything queued before
-        start = time.time_ns() + 10 ** 9
+        start = time.time_ns() + 10 ** 8     # newer than any queued, within max_stamp_lead
         for k in range(50):
             msg = state(positions=Q + 1e-3 * k)
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(start + 1000 * k, 10 ** 9)

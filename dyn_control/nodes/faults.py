@@ -215,10 +215,10 @@ def run_scenarios(oracle=None, folder=None):
     with tempfile.TemporaryDirectory(prefix="dyn_control_faults_") as scratch:
         folder = folder or scratch
         outages = run([(4.0 * (k + 1), f"outage {d:g} s", outage(d)) for k, d in enumerate(OUTAGES)],
-                      4.0 * len(OUTAGES) + 4.0, False, folder)
+                      4.0 * len(OUTAGES) + 6.0, False, folder)
         paused = run([(4.0, "SIGSTOP 1 s", pause(1.0))], 8.0, False, folder)
-        stops = run([(4.0, "deactivate", lifecycle("deactivate")), (6.5, "activate", lifecycle("activate")),
-                     (11.0, "shutdown", lifecycle("active_shutdown"))], 14.0, True, folder)
+        stops = run([(4.0, "deactivate", lifecycle("deactivate")), (8.0, "activate", lifecycle("activate")),
+                     (12.5, "shutdown", lifecycle("active_shutdown"))], 16.0, True, folder)
     figures = {}
     for monitor in (outages, paused, stops):
         for name, window in monitor.windows.items():
@@ -254,7 +254,25 @@ def judge(monitor, window, recovery_after, oracle, stopped=False):
         figures["recovery [s]"] = recovery_time(monitor, (recovery_after or window)[1])
     steps = command_steps(monitor)
     figures["command step / rate limit"] = float(steps.max() / (RATE_LIMIT / RATE_HZ))
+    figures["stall [ms]"] = stall(monitor, t0, t1, stopped)
     return figures
+
+
+def stall(monitor, t0, t1, stopped):
+    """The machine's largest stall around a fault [ms], from DDS source timestamps: the longest gap
+    between the simulator's joint states from 2 s before t0 to 2 s after t1, and between the
+    controller's commands outside the fault (before t0, and from 0.3 s after t1 unless the fault
+    stopped the controller). A loaded machine that stalls the loop for longer than the controller's
+    watchdog (50 ms) makes a fault's figures the machine's, not the controller's."""
+    def largest_gap(times, low, high):
+        times = np.sort(times[(times >= low) & (times <= high)])
+        return float(np.diff(times).max()) * 1e-6 if times.size > 1 else 0.0
+    states = np.array([row[0] for row in monitor.rows["states"]])
+    commands = np.array([row[0] for row in monitor.rows["commands"]])
+    gaps = [largest_gap(states, t0 - 2e9, t1 + 2e9), largest_gap(commands, t0 - 2e9, t0)]
+    if not stopped:
+        gaps.append(largest_gap(commands, t1 + 0.3e9, t1 + 2e9))
+    return max(gaps)
 
 
 def recovery_time(monitor, t1):
@@ -313,7 +331,7 @@ def main():
     figures, codes = run_scenarios()
     print(f"\nfault injection (bundled arm, sine 0.3 rad at 0.5 Hz; bringup exit codes {codes})")
     keys = ["window [s]", "peak speed [rad/s]", "peak speed / allowed", "peak speed / URDF limit",
-            "energy / energy at t0", "recovery [s]", "command step / rate limit"]
+            "energy / energy at t0", "recovery [s]", "command step / rate limit", "stall [ms]"]
     print("| fault | " + " | ".join(keys) + " |")
     print("|---" * (len(keys) + 1) + "|")
     for name, values in figures.items():

@@ -54,6 +54,7 @@ class JointStateReader:
         self.max_lead_ns = 1_000_000_000
         self.rejected = 0
         self.future_stamps = 0
+        self.names_decoded = 0        # name lists decoded in Python (once per new layout)
         self.last_rejection = ""
         # (raw name list, positions of the model joints in it, None or why it cannot be used), the
         # most recently seen first
@@ -85,6 +86,7 @@ class JointStateReader:
             status = wire.parse_joint_state(buf, _NO_NAMES, _NO_INDEX, self._q, self._v, self._effort, meta)
             if status == wire.JS_NAMES_CHANGED:
                 start, end = meta[wire.META_NAMES_START], meta[wire.META_NAMES_END]
+                self.names_decoded += 1
                 index, error = self._map(wire.decode_names(raw, start + 4, meta[wire.META_COUNT]))
                 layout = (buf[start:end].copy(), index, error)
                 self._layouts.insert(0, layout)
