@@ -200,16 +200,18 @@ def hold_at_rest(sim, q):
         sim.reset(q, np.zeros(sim.nv))
 
 
-def backend_reset_itself(sim):
-    """True when MuJoCo reset its state after a non-finite or huge (1e10) position, velocity or
-    acceleration since the backend's last reset (it does so silently, with a warning counted in
-    mj_data); False for the other backends, which raise instead."""
+def self_reset_detector(sim):
+    """MuJoCo resets its state silently after a non-finite or huge (1e10) position, velocity or
+    acceleration, counting a warning in mj_data: a function telling whether it did since the
+    backend's last reset. The other backends raise instead: a function that says False."""
     data = getattr(sim, "mj_data", None)
     if data is None:
-        return False
+        return lambda: False
     import mujoco
     w = mujoco.mjtWarning
-    return bool(data.warning.number[[w.mjWARN_BADQPOS, w.mjWARN_BADQVEL, w.mjWARN_BADQACC]].any())
+    kinds = np.array([int(w.mjWARN_BADQPOS), int(w.mjWARN_BADQVEL), int(w.mjWARN_BADQACC)])
+    warnings = data.warning
+    return lambda: bool(warnings.number[kinds].any())
 
 
 def make_simulator(backend, model, urdf, dt, q0):
@@ -328,6 +330,7 @@ class SimulatorNode(LoopNode):
         c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
         c.sim.reset(q0)
         c.q_before = np.array(c.sim.q)
+        c.backend_reset_itself = self_reset_detector(c.sim)
         clamp_efforts(np.zeros(model.nv), c.effort_limit)      # compile (or load) these two now
         diverged_joint(c.q_before, c.q_before, c.q_before, c.max_velocity, c.sim.dt)
         c.command = np.zeros(model.nv)
@@ -482,12 +485,14 @@ class SimulatorNode(LoopNode):
                 c.sim.step(tau, applied[1], applied[0])
         except ValueError as error:         # the backend refused the step: a non-finite or singular state
             joint = diverged_joint(c.sim.q, c.sim.v, c.q_before, np.inf, np.inf)
-            self._diverge(str(error) if joint < 0 else self._joint_state_text(joint))
+            self._diverge(self._joint_state_text(joint) if joint >= 0 else
+                          f"{error} (the step from q = {np.array2string(c.q_before, precision=4)} under "
+                          f"tau = {np.array2string(tau, precision=4)})")
             return
         joint = diverged_joint(c.sim.q, c.sim.v, c.q_before, c.max_velocity, c.sim.dt)
         if joint >= 0:
             self._diverge(self._joint_state_text(joint))
-        elif backend_reset_itself(c.sim):
+        elif c.backend_reset_itself():
             self._diverge("MuJoCo found the state unstable (non-finite or huge position, velocity or acceleration) "
                           "and reset it")
 
@@ -535,7 +540,7 @@ class SimulatorNode(LoopNode):
         c = self._configured
         values = {"state": self.state}
         level, message = DiagnosticStatus.OK, self.state
-        if c is not None:
+        if c is not None and self.state != "configuring":     # a configure builds c meanwhile
             status.hardware_id = c.model.name
             values.update({"backend": c.backend, "rejected commands": c.rejected_commands,
                            "clamped commands": c.clamped_commands, "rejected wrenches": c.rejected_wrenches,
