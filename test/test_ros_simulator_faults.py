@@ -230,7 +230,8 @@ class TestAbsurdInputs:
         flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(FLOOD_RATE)], stdout=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 20.0       # the flood's publisher discovered and flooding
-            while time.monotonic() < deadline and node._configured.rejected_commands < int(before["rejected commands"]) + 200:
+            flooding = int(before["rejected commands"]) + 200
+            while time.monotonic() < deadline and node._configured.rejected_commands < flooding:
                 stream(io, hold, 0.05, period=0.001)
             _, _, before = diagnostics(node, io)
             drain(io["states"])
@@ -457,8 +458,9 @@ def test_only_fatal_errors_decide_the_exit_code():
         reports = FatalReports(node)
 
         def report(name, level, message, values):
-            reports.add(DiagnosticArray(status=[DiagnosticStatus(
-                name=name, level=level, message=message, values=[KeyValue(key=k, value=v) for k, v in values.items()])]))
+            values = [KeyValue(key=k, value=v) for k, v in values.items()]
+            reports.add(DiagnosticArray(status=[DiagnosticStatus(name=name, level=level, message=message,
+                                                                 values=values)]))
 
         report("dyn_controller: control loop", DiagnosticStatus.ERROR, "safe mode (hold): joint states stale",
                {"safe mode": "True"})

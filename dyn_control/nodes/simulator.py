@@ -46,8 +46,8 @@ Faults, as a real robot meets them:
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
-from numba import njit
 from geometry_msgs.msg import WrenchStamped
+from numba import njit
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
@@ -315,8 +315,8 @@ class SimulatorNode(LoopNode):
         if c.gravity_by_robot and c.mapping is not None:
             raise ValueError("parameter gravity_compensation: robot is not simulated on a closed chain")
         c.effort_limit = drive_effort_limits(model, values["default_effort_limit"])
-        unlimited = [name for name, limit in zip(model.actuated_joints, coordinate_effort_limits(model))
-                     if not 0.0 < limit < np.inf]
+        urdf_limits = coordinate_effort_limits(model)
+        unlimited = [model.actuated_joints[k] for k in c.commanded if not 0.0 < urdf_limits[k] < np.inf]
         if unlimited:
             self.get_logger().warning(f"URDF: no effort limit (or 0) for {', '.join(unlimited)}: their drives "
                                       f"clamp to default_effort_limit = {values['default_effort_limit']:g}")
