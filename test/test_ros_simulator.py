@@ -1,6 +1,7 @@
 """The simulator node over DDS: it holds the robot until the first command, applies commands,
 applies external wrenches from ~/external_wrench and reports them on ~/applied_wrench, rejects
-malformed commands, and holds the last command for command_timeout, then zero effort.
+malformed commands, and holds the last command for command_timeout, then zero effort (with
+command_timeout_action zero; the brake and the other faults: test_ros_simulator_faults.py).
 
 dyn_simulator (arm7, builtin, 1 kHz) runs in this process on its loop thread; a test node publishes
 commands and wrenches and reads /joint_states and ~/applied_wrench. The motion under gravity alone is
@@ -152,9 +153,10 @@ def test_malformed_commands_are_rejected(sim):
 
 
 def test_command_timeout_then_zero_effort(sim):
-    """The last command holds for command_timeout (0.2 s), then the effort is zero and the robot
-    falls as Pinocchio's forward dynamics says."""
-    _, io = sim
+    """With command_timeout_action zero (live), the last command holds for command_timeout (0.2 s),
+    then the effort is zero and the robot falls as Pinocchio's forward dynamics says."""
+    node, io = sim
+    assert node.set_parameters([Parameter("command_timeout_action", value="zero")])[0].successful
     stream(io, GRAVITY, 0.05)
     states = stream(io, None, TIMEOUT - 0.05)
     np.testing.assert_allclose(states[-1].effort, GRAVITY)

@@ -10,7 +10,9 @@ cannot run two 1 kHz loops: one GIL), and drives their lifecycles through the li
 from this process: configure every node at once, then activate the controllers and then the
 simulators. At the end (--duration, Ctrl-C, SIGTERM) it deactivates the controllers first (each
 publishes its safe command), then ends the processes (SIGINT: each deactivates itself); a node
-process that dies is reported and ends the bringup with exit code 1. The file reaches the nodes
+process that dies is reported and ends the bringup with exit code 1; a node that reports a fatal
+error on /diagnostics (a simulator that diverged, a loop stopped by an exception: FatalReports) makes
+it exit with code 3 at the end (the run goes on: the diverged robot is held). The file reaches the nodes
 through rcl's own parser (`--ros-args --params-file CONFIG.yaml`), so wildcards (`/**`) and
 namespaces behave as under ros2 launch. Entries for other nodes (e.g. a controller_manager) are
 skipped.
@@ -49,6 +51,7 @@ POLL_PERIOD = 0.005          # [s] between looks at the pending requests
 # lifecycle_msgs/State ids a transition goes from and to
 TRANSITION_STATES = {"configure": (1, 2), "activate": (2, 3), "deactivate": (3, 2)}
 PR_SET_PDEATHSIG = 1
+FATAL_EXIT_CODE = 3          # a node reported a fatal error on /diagnostics (FatalReports)
 ANNOUNCEMENT_PERIOD_NS = 250_000_000   # the bringup participant's announcements (Fast DDS default: 3 s)
 PROFILES_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
 FAST_ANNOUNCEMENTS_PROFILE = f"""<?xml version="1.0" encoding="UTF-8"?>
@@ -114,6 +117,7 @@ def bringup(config, duration=None, monitor=None):
     with _announcing_often():
         rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         node = rclpy.create_node("dyn_control_bringup", context=context)
+    fatal = FatalReports(node)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name="bringup executor", daemon=True)
@@ -164,7 +168,31 @@ def bringup(config, duration=None, monitor=None):
         spinner.join(1.0)
         for number, handler in previous.items():
             signal.signal(number, handler)
-    return code
+    return fatal.exit_code(code)
+
+
+class FatalReports:
+    """Fatal reports on /diagnostics during a bringup: a status at ERROR with the value fatal = true (a
+    simulator that diverged, a loop stopped by an exception). Other ERRORs are states a node recovers
+    from (a controller in safe mode on stale joint states) and do not count."""
+
+    def __init__(self, node):
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+        self.error_level = DiagnosticStatus.ERROR
+        self.seen = {}          # status name -> message of its first fatal report
+        node.create_subscription(DiagnosticArray, "/diagnostics", self.add, 100)
+
+    def add(self, array):
+        for status in array.status:
+            if status.level == self.error_level and status.name not in self.seen and any(
+                    kv.key == "fatal" and kv.value == "true" for kv in status.values):
+                self.seen[status.name] = status.message
+                print(f"bringup: {status.name}: {status.message} (fatal)", file=sys.stderr)
+
+    def exit_code(self, code):
+        """FATAL_EXIT_CODE after a fatal report in a run that ended normally or was interrupted;
+        otherwise `code`."""
+        return FATAL_EXIT_CODE if self.seen and code in (0, 130) else code
 
 
 @contextlib.contextmanager

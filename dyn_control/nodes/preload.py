@@ -43,7 +43,7 @@ def controller_kernels(closed_chain=False):
 
 def simulator_kernels(closed_chain=False):
     """The simulator's step with and without an external wrench (the builtin one on a tree, the
-    five-bar's for a closed chain), the command parser, the rcl calls."""
+    five-bar's for a closed chain), the command parser, the clamp and divergence checks, the rcl calls."""
     from rclpy.serialization import serialize_message
     from std_msgs.msg import Float64MultiArray
 
@@ -51,6 +51,7 @@ def simulator_kernels(closed_chain=False):
     from ..simulation.builtin import BuiltinSimulator
     from ..urdf import load_urdf
     from . import rcl_io
+    from .simulator import clamp_efforts, diverged_joint
     from .wire import message_view, parse_float64_array
     if closed_chain:
         from ..mappings import load_mapping
@@ -66,6 +67,8 @@ def simulator_kernels(closed_chain=False):
         simulator.step(np.zeros(model.nv))
         simulator.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
     parse_float64_array(message_view(serialize_message(Float64MultiArray(data=[0.0]))), np.zeros(1))
+    clamp_efforts(np.zeros(1), np.ones(1))
+    diverged_joint(np.zeros(1), np.zeros(1), np.zeros(1), 1.0, 1e-3)
     rcl_io.preload()
 
 

@@ -22,9 +22,14 @@ SENSOR_DATA = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=64, reliability=
 RING_CAPACITY = 1 << 16
 # commands out: reliable, keep last 1 (ros2_control's forward controllers subscribe reliable)
 COMMAND = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
-# commands in (simulator): best effort keep last 1, only the newest command matters
-COMMAND_IN = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+# commands in (simulator): best effort; the newest valid command of the queue is applied. Deep enough
+# that a flood of invalid commands from another publisher cannot push out the valid ones: up to
+# COMMAND_IN_DEPTH - 1 of them between two valid commands (63 kHz against a 1 kHz controller)
+COMMAND_IN_DEPTH = 64
+COMMAND_IN = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=COMMAND_IN_DEPTH,
                         reliability=ReliabilityPolicy.BEST_EFFORT)
+# bytes of each buffer the simulator takes a command into (a Float64MultiArray of ~1000 joints)
+COMMAND_RING_CAPACITY = 1 << 13
 # monitoring outputs (~/desired, wrenches, gradients, /joint_states of the simulator)
 STATE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 # published once, kept for late subscribers (~/parameter_labels)

@@ -23,12 +23,31 @@ Simulated time starts at the first command when wait_for_command is true (the de
 then the robot is held still at its initial position and /joint_states carry the current time, so a
 controller that takes seconds to configure finds the robot where it started. Joint-state stamps
 are start + k dt for step k: the time of the state, even when the loop catches up on a backlog.
-The last command is held for command_timeout, then the effort is zero.
+
+Faults, as a real robot meets them:
+- Commands: the newest valid command of the backlog (a queue of qos.COMMAND_IN_DEPTH, so a flood of
+  invalid commands from another publisher cannot push the valid ones out) is applied; wrong length or
+  non-finite ones are rejected and counted. The applied torque is clamped to the URDF's effort
+  limits, as a drive does (default_effort_limit for a joint whose URDF gives none, or 0, which some
+  exporters write for "unset"); commands beyond them are counted.
+- Command timeout: the last command is held for command_timeout, then command_timeout_action:
+  `brake` (default; Franka and UR arms stop and brake on a lost command stream) locks every joint
+  where it is (the state is held at (q_brake, 0) and not integrated) until a command comes again,
+  which the drives then apply at once; `zero` applies zero effort and the arm falls.
+- External wrenches above max_external_force / max_external_torque are refused (topic: counted;
+  schedule: configure fails).
+- Divergence: a state that is not finite, a joint faster than divergence_velocity (or moved more than
+  divergence_velocity dt in one step), a step the backend refuses (singular, non-finite) or MuJoCo
+  resetting itself after an unstable step stops the integration for good (until the next activate):
+  the robot is held at rest at its last finite state, /joint_states go on (a stopped robot), and
+  /diagnostics report ERROR with the value fatal = true, which makes `dyn-control bringup` exit 3.
+  So does an exception that stops the loop.
 """
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
+from numba import njit
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
@@ -41,11 +60,12 @@ from ..simulation.closed_chain import ClosedChainSimulator
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
-from .robot import joint_indices, load_robot
+from .robot import coordinate_effort_limits, joint_indices, load_robot
 from .timing import RealtimeLoop
 from .wire import RawMessage, markers, message_view, parse_float64_array
 
 BACKENDS = ("builtin", "mujoco")
+TIMEOUT_ACTIONS = ("brake", "zero")
 
 PARAMETERS = (
     Param("robot_description", "", "string", "configure", "URDF XML of the robot (first choice)"),
@@ -59,7 +79,21 @@ PARAMETERS = (
     Param("joints", [], "strings", "configure", "joints of the command array, in order (empty: all)"),
     Param("command_topic", "/effort_controller/commands", "string", "configure",
           "std_msgs/Float64MultiArray of efforts in `joints` order"),
-    Param("command_timeout", 0.1, "number", "live", "hold the last command this long [s], then zero effort"),
+    Param("command_timeout", 0.1, "number", "live",
+          "hold the last command this long [s], then command_timeout_action"),
+    Param("command_timeout_action", "brake", "string", "live",
+          "when the commands time out: brake (lock every joint where it is, as Franka and UR arms do, until "
+          "a command comes again) | zero (zero effort: the arm falls)"),
+    Param("default_effort_limit", 1e4, "number", "configure",
+          "effort limit [N m, N] of the joints whose URDF gives none (no <limit>, or effort 0); the applied "
+          "torque is clamped to the URDF's effort limits", 1e-6, 1e12),
+    Param("max_external_force", 1000.0, "number", "configure",
+          "largest external force [N] accepted (~/external_wrench, schedule)", 0.0, 1e9),
+    Param("max_external_torque", 100.0, "number", "configure",
+          "largest external torque [N m] accepted (~/external_wrench, schedule)", 0.0, 1e9),
+    Param("divergence_velocity", 1000.0, "number", "configure",
+          "a joint faster than this [rad/s, m/s] means the simulation diverged: it stops, holding the "
+          "robot, and reports ERROR", 1e-3, 1e9),
     Param("initial_positions", [], "numbers", "configure",
           "initial joint positions, one per model joint (empty: zero, clipped into the limits); "
           "closed chain: one per active joint or per tree joint (empty: the mapping's reference)"),
@@ -103,8 +137,81 @@ def wrench_schedule(values, model):
         wrench[3:] = force[3 * i:3 * i + 3]
         if torque:
             wrench[:3] = torque[3 * i:3 * i + 3]
+        excess = wrench_excess(wrench, values["max_external_force"], values["max_external_torque"])
+        if excess is not None:
+            raise ValueError(f"parameters {prefix}*: entry {i} ({frames[i]}): {excess}")
         schedule.append((start[i], end[i], frames[i], wrench))
     return schedule
+
+
+def wrench_excess(wrench, max_force, max_torque):
+    """Why the wrench [n; f] (6,) is beyond the bounds (naming the bound), or None."""
+    force, torque = np.linalg.norm(wrench[3:]), np.linalg.norm(wrench[:3])
+    if force > max_force:
+        return f"force {force:.4g} N above max_external_force ({max_force:g} N)"
+    if torque > max_torque:
+        return f"torque {torque:.4g} N m above max_external_torque ({max_torque:g} N m)"
+    return None
+
+
+def drive_effort_limits(model, default):
+    """The effort limit of each coordinate (actuated joint) that the simulated drives clamp to: the
+    URDF's, or `default` where the URDF gives none (no <limit> loads as inf) or 0 (written by some
+    exporters for "unset"; a drive with no torque at all is not a drive)."""
+    limits = coordinate_effort_limits(model)
+    limits[~(limits > 0.0) | ~np.isfinite(limits)] = default
+    return limits
+
+
+@njit(cache=True, nogil=True)
+def clamp_efforts(tau, limit):
+    """tau clamped in place to [-limit, limit] per entry; True when an entry was beyond."""
+    clamped = False
+    for k in range(tau.shape[0]):
+        if tau[k] > limit[k]:
+            tau[k] = limit[k]
+            clamped = True
+        elif tau[k] < -limit[k]:
+            tau[k] = -limit[k]
+            clamped = True
+    return clamped
+
+
+@njit(cache=True, nogil=True)
+def diverged_joint(q, v, q_before, max_velocity, dt):
+    """Index of the first joint whose new state (q, v) is not finite, whose speed is above
+    max_velocity, or that moved more than max_velocity dt since q_before (a step earlier); -1 if none."""
+    for k in range(q.shape[0]):
+        if not (np.isfinite(q[k]) and np.isfinite(v[k])):
+            return k
+        if abs(v[k]) > max_velocity or abs(q[k] - q_before[k]) > max_velocity * dt:
+            return k
+    return -1
+
+
+def hold_at_rest(sim, q):
+    """The backend's robot at rest at q (builtin, MuJoCo: reset to (q, 0)); a closed chain at rest
+    where it is (its state must close the loop: only its velocities are zeroed). Effort zero."""
+    if isinstance(sim, ClosedChainSimulator):
+        sim.dtheta[:] = 0.0
+        sim.v[:] = 0.0
+        sim.effort[:] = 0.0
+    else:
+        sim.reset(q, np.zeros(sim.nv))
+
+
+def self_reset_detector(sim):
+    """MuJoCo resets its state silently after a non-finite or huge (1e10) position, velocity or
+    acceleration, counting a warning in mj_data: a function telling whether it did since the
+    backend's last reset. The other backends raise instead: a function that says False."""
+    data = getattr(sim, "mj_data", None)
+    if data is None:
+        return lambda: False
+    import mujoco
+    w = mujoco.mjtWarning
+    kinds = np.array([int(w.mjWARN_BADQPOS), int(w.mjWARN_BADQVEL), int(w.mjWARN_BADQACC)])
+    warnings = data.warning
+    return lambda: bool(warnings.number[kinds].any())
 
 
 def make_simulator(backend, model, urdf, dt, q0):
@@ -142,8 +249,10 @@ class SimulatorNode(LoopNode):
         c = self._configured
         values = params.read(self, PARAMETERS, ("activate", "live"))
         c.command_timeout = values["command_timeout"]
+        c.timeout_action = values["command_timeout_action"]
         c.waiting = values["wait_for_command"]
         c.command_time = None
+        c.timed_out, c.braked, c.diverged = True, False, None
         if not c.waiting:
             self._start_clock()
         result = super().on_activate(state)
@@ -168,6 +277,10 @@ class SimulatorNode(LoopNode):
         for name in ("rate_hz", "command_timeout"):
             if not values[name] > 0.0:
                 raise ValueError(f"parameter {name}: must be > 0, got {values[name]!r}")
+        if values["command_timeout_action"] not in TIMEOUT_ACTIONS:
+            raise ValueError(f"parameter command_timeout_action: must be one of {', '.join(TIMEOUT_ACTIONS)}, "
+                             f"got {values['command_timeout_action']!r}")
+        params.check_ranges(PARAMETERS, values)
         if values["gravity_compensation"] not in ("controller", "robot"):
             raise ValueError(f"parameter gravity_compensation: must be one of controller, robot, got "
                              f"{values['gravity_compensation']!r}")
@@ -201,6 +314,14 @@ class SimulatorNode(LoopNode):
         c.gravity_by_robot = values["gravity_compensation"] == "robot"
         if c.gravity_by_robot and c.mapping is not None:
             raise ValueError("parameter gravity_compensation: robot is not simulated on a closed chain")
+        c.effort_limit = drive_effort_limits(model, values["default_effort_limit"])
+        urdf_limits = coordinate_effort_limits(model)
+        unlimited = [model.actuated_joints[k] for k in c.commanded if not 0.0 < urdf_limits[k] < np.inf]
+        if unlimited:
+            self.get_logger().warning(f"URDF: no effort limit (or 0) for {', '.join(unlimited)}: their drives "
+                                      f"clamp to default_effort_limit = {values['default_effort_limit']:g}")
+        c.max_force, c.max_torque = values["max_external_force"], values["max_external_torque"]
+        c.max_velocity = values["divergence_velocity"]
         c.max_catch_up = values["max_catch_up"]
         c.cpu = values["realtime.cpu"]
         c.priority = values["realtime.priority"]
@@ -208,11 +329,15 @@ class SimulatorNode(LoopNode):
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
         c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
         c.sim.reset(q0)
+        c.q_before = np.array(c.sim.q)
+        c.backend_reset_itself = self_reset_detector(c.sim)
+        clamp_efforts(np.zeros(model.nv), c.effort_limit)      # compile (or load) these two now
+        diverged_joint(c.q_before, c.q_before, c.q_before, c.max_velocity, c.sim.dt)
         c.command = np.zeros(model.nv)
         c.received = np.zeros(len(c.commanded))
         c.tau = np.zeros(model.nv)
         c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN,
-                                               ring_capacity=qos.RING_CAPACITY)
+                                               ring_capacity=qos.COMMAND_RING_CAPACITY)
         c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
         c.joint_pub = self.create_lifecycle_publisher(JointState, "/joint_states", qos.STATE)
         c.applied_pub = self.create_lifecycle_publisher(WrenchStamped, "~/applied_wrench", qos.STATE)
@@ -264,6 +389,7 @@ class SimulatorNode(LoopNode):
                 self._check(values)
                 if self._configured is not None:
                     self._configured.command_timeout = values["command_timeout"]
+                    self._configured.timeout_action = values["command_timeout_action"]
             except ValueError as error:
                 reason = str(error)
         return params.result(reason)
@@ -277,21 +403,19 @@ class SimulatorNode(LoopNode):
             c.model.frame_id(msg.header.frame_id)
             if not np.isfinite(wrench).all():
                 raise ValueError("non-finite wrench")
+            excess = wrench_excess(wrench, c.max_force, c.max_torque)
+            if excess is not None:
+                raise ValueError(excess)
         except ValueError as error:
             c.rejected_wrenches += 1
-            self.get_logger().warning(f"~/external_wrench rejected: {error}")
+            self.get_logger().warning(f"~/external_wrench rejected: {error}", throttle_duration_sec=1.0)
             return
         c.topic_wrench = (msg.header.frame_id, wrench) if np.any(wrench) else None
 
     # ---------------------------------------------------------------- the loop
     def _tick(self, now):
         c = self._configured
-        for raw in reversed(c.command_sub.take_all_raw()):
-            if parse_float64_array(message_view(raw), c.received) == c.received.shape[0]:
-                c.command[c.commanded] = c.received
-                c.command_time = now
-                break
-            c.rejected_commands += 1
+        self._take_command(now)
         if c.waiting:
             if c.command_time is None:
                 self._publish(self.get_clock().now().nanoseconds, None)     # held still, time frozen
@@ -302,11 +426,49 @@ class SimulatorNode(LoopNode):
         if timed_out != c.timed_out:
             c.timed_out = timed_out
             if timed_out and c.command_time is not None:
-                self.get_logger().warning(f"no command for {c.command_timeout} s: zero effort")
-        t = c.step * c.sim.dt
-        applied = c.topic_wrench
-        if applied is None:
-            applied = next(((frame, w) for start, end, frame, w in c.schedule if start <= t < end), None)
+                self.get_logger().warning(f"no command for {c.command_timeout} s: "
+                                          + ("brakes engaged" if c.timeout_action == "brake" else "zero effort"))
+        applied = None
+        if c.diverged is None:
+            t = c.step * c.sim.dt
+            applied = c.topic_wrench
+            if applied is None:
+                applied = next(((frame, w) for start, end, frame, w in c.schedule if start <= t < end), None)
+            self._brake(timed_out and c.timeout_action == "brake")
+            if not c.braked:
+                self._step(timed_out, applied)
+        c.step += 1
+        self._publish(c.start_ns + round(c.step * c.sim.dt * 1e9), applied)
+
+    def _take_command(self, now):
+        """The newest valid command of the backlog, clamped to the effort limits (counted when it was
+        beyond them); the invalid ones newer than it are counted, older ones are superseded unread."""
+        c = self._configured
+        for raw in reversed(c.command_sub.take_all_raw()):
+            if parse_float64_array(message_view(raw), c.received) == c.received.shape[0]:
+                c.command[c.commanded] = c.received
+                if clamp_efforts(c.command, c.effort_limit):
+                    c.clamped_commands += 1
+                c.command_time = now
+                return
+            c.rejected_commands += 1
+
+    def _brake(self, engage):
+        """Engage the brakes (the robot held at rest where it is, not integrated) or release them."""
+        c = self._configured
+        if engage == c.braked:
+            return
+        c.braked = engage
+        if engage:
+            c.brake_engagements += 1
+            hold_at_rest(c.sim, c.sim.q)
+        else:
+            self.get_logger().info("commands again: brakes released")
+
+    def _step(self, timed_out, applied):
+        """One step under the command (zero effort when timed out), the torque clamped to the drives'
+        limits; a diverged state stops the simulation (_diverge)."""
+        c = self._configured
         tau = c.tau
         if timed_out:
             tau[:] = 0.0
@@ -314,12 +476,40 @@ class SimulatorNode(LoopNode):
             tau[:] = c.command
         if c.gravity_by_robot:
             tau += gravity(c.model, c.gravity_data, np.array(c.sim.q))   # MuJoCo's q is read-only
-        if applied is None:
-            c.sim.step(tau)
-        else:
-            c.sim.step(tau, applied[1], applied[0])
-        c.step += 1
-        self._publish(c.start_ns + round(c.step * c.sim.dt * 1e9), applied)
+        clamp_efforts(tau, c.effort_limit)
+        c.q_before[:] = c.sim.q
+        try:
+            if applied is None:
+                c.sim.step(tau)
+            else:
+                c.sim.step(tau, applied[1], applied[0])
+        except ValueError as error:         # the backend refused the step: a non-finite or singular state
+            joint = diverged_joint(c.sim.q, c.sim.v, c.q_before, np.inf, np.inf)
+            self._diverge(self._joint_state_text(joint) if joint >= 0 else
+                          f"{error} (the step from q = {np.array2string(c.q_before, precision=4)} under "
+                          f"tau = {np.array2string(tau, precision=4)})")
+            return
+        joint = diverged_joint(c.sim.q, c.sim.v, c.q_before, c.max_velocity, c.sim.dt)
+        if joint >= 0:
+            self._diverge(self._joint_state_text(joint))
+        elif c.backend_reset_itself():
+            self._diverge("MuJoCo found the state unstable (non-finite or huge position, velocity or acceleration) "
+                          "and reset it")
+
+    def _joint_state_text(self, k):
+        c = self._configured
+        name = c.model.actuated_joints[k]
+        return (f"joint {name} at {c.sim.v[k]:.4g} rad/s (divergence_velocity {c.max_velocity:g}), "
+                f"q {c.sim.q[k]:.6g} (before the step {c.q_before[k]:.6g})")
+
+    def _diverge(self, reason):
+        """Stop integrating for good (until the next activate): the robot held at rest at its state
+        before the step, reported at once."""
+        c = self._configured
+        c.diverged = f"diverged: {reason}"
+        hold_at_rest(c.sim, c.q_before)
+        self.get_logger().error(f"simulation stopped, {c.diverged}; the robot is held at its last finite state")
+        self._publish_diagnostics()
 
     def _start_clock(self):
         """Stamps from now on: now + (steps to come) dt; simulated time goes on where it stopped."""
@@ -343,35 +533,47 @@ class SimulatorNode(LoopNode):
 
     def _on_loop_error(self, error):
         self.get_logger().error(f"simulation stopped by an error: {error!r}")
+        self._publish_diagnostics()
 
     def _publish_diagnostics(self):
         status = DiagnosticStatus(name=f"{self.get_name()}: simulation", hardware_id="")
         c = self._configured
         values = {"state": self.state}
         level, message = DiagnosticStatus.OK, self.state
-        if c is not None:
+        if c is not None and self.state != "configuring":     # a configure builds c meanwhile
             status.hardware_id = c.model.name
             values.update({"backend": c.backend, "rejected commands": c.rejected_commands,
-                           "rejected wrenches": c.rejected_wrenches, "simulated time [s]": f"{c.step * c.sim.dt:.3f}"})
+                           "clamped commands": c.clamped_commands, "rejected wrenches": c.rejected_wrenches,
+                           "brake": "engaged" if c.braked else "released", "brake engagements": c.brake_engagements,
+                           "simulated time [s]": f"{c.step * c.sim.dt:.3f}"})
         if self.state == "active" and self.loop is not None:
             s = self.loop.stats.summary()
             values.update({"period p99 [ms]": f"{s['period_p99'] * 1e3:.3f}",
                            "deadline misses": s["deadline_misses"], "slips": s["slips"]})
             if self.loop.error is not None:
                 level, message = DiagnosticStatus.ERROR, f"simulation stopped: {self.loop.error!r}"
+            elif c.diverged is not None:
+                level, message = DiagnosticStatus.ERROR, c.diverged
             elif c.waiting:
                 message = "waiting for the first command"
             elif c.timed_out:
-                level, message = DiagnosticStatus.WARN, "no command: zero effort"
+                level, message = DiagnosticStatus.WARN, ("no command: brakes engaged" if c.braked else
+                                                         "no command: zero effort")
             else:
                 message = "running"
+            if level == DiagnosticStatus.ERROR:
+                values["fatal"] = "true"      # dyn-control bringup exits 3
         self._send_diagnostics(status, level, message, values)
 
 
 class _Configured:
     """Everything a configured simulator owns (a fresh one per configure)."""
     rejected_commands = 0
+    clamped_commands = 0
     rejected_wrenches = 0
+    brake_engagements = 0
+    braked = False
+    diverged = None         # why the simulation stopped, once it diverged
     topic_wrench = None
     mapping = None
     timed_out = True
