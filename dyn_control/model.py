@@ -527,11 +527,15 @@ class Data:
     # Families of buffers of O(nbodies^2) and more. "_tree" buffers serve mimic-coupled models only;
     # without coupling they are the same arrays as the outputs.
 
-    @_family("Y", "Y_tree", "Y_full", "Y_full_tree")
+    @_family("Y", "Y_tree")
     def _regressor(self):
         nb, nv = self.nbodies, self.nv
         self.Y = np.zeros((nv, 10 * nb))       # joint torque regressor: tau = Y phi
         self.Y_tree = np.zeros((nb, 10 * nb)) if self.coupled else self.Y
+
+    @_family("Y_full", "Y_full_tree")
+    def _full_regressor(self):
+        nb, nv = self.nbodies, self.nv
         self.Y_full = np.zeros((nv, 13 * nb))  # with the joint block: tau = Y_full model.parameters()
         self.Y_full_tree = np.zeros((nb, 13 * nb)) if self.coupled else self.Y_full
 

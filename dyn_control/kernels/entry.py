@@ -262,9 +262,8 @@ def jacobian(model, data, q, frame, reference):
 # packed workspace, whose families come on first use)
 
 
-@njit(cache=True)
-def regressor(model, data, q, v, a):
-    """data.Y = the joint torque regressor at (q, v, a)."""
+@njit(cache=True, inline="always")
+def _regressor_into(model, data, q, v, a):
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, Y) and q.shape[0] == nb and v.shape[0] == nb
             and a.shape[0] == nb):
@@ -277,13 +276,19 @@ def regressor(model, data, q, v, a):
 
 
 @njit(cache=True)
+def regressor(model, data, q, v, a):
+    """data.Y = the joint torque regressor at (q, v, a)."""
+    return _regressor_into(model, data, q, v, a)
+
+
+@njit(cache=True)
 def regressor_full(model, data, q, v, a):
     """data.Y_full = [Y | joint block] at (q, v, a): data.Y, then its copy beside the joint terms'
     columns (kernels/joint_terms.py)."""
     nb = int(model[0])
     if not has(data, Y_FULL):
         return REFUSED
-    done = regressor(model, data, q, v, a)
+    done = _regressor_into(model, data, q, v, a)
     if done != OK:
         return done
     Y_rigid = mat(data, Y, nb, 10 * nb)
