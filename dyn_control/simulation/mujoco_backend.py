@@ -11,7 +11,7 @@ centre of mass, principal inertia and its orientation from model.phi, fixed link
 payload, `Model.with_payload`, or identified parameters come in this way) and the welded bodies
 none; each joint gets the model's armature (dof_armature), viscous friction (dof_damping, or the
 `damping` argument) and dry friction (dof_frictionloss: MuJoCo's friction-loss constraint, which
-sticks, softened by its default solver impedance). Contacts and joint limits are disabled: only
+sticks, made hard by NOSLIP_ITERATIONS of its noslip solver). Contacts and joint limits are disabled: only
 gravity, the joint torques, the joint terms and the external wrench act, as in BuiltinSimulator.
 Integrator: implicitfast (semi-implicit Euler with the damping implicit), timestep dt: stable for
 any damping but first order, so at the large accelerations of a free fall it drifts from the exact
@@ -30,6 +30,7 @@ from ..dynamics import as_vector
 from .builtin import checked_wrench, initial_state
 
 DISABLED = mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
+NOSLIP_ITERATIONS = 20  # arm7 held by dry friction against gravity: creeps 7e-6 rad in 1 s (0.1 rad without)
 
 
 def mujoco_model_from_urdf(urdf):
@@ -113,6 +114,9 @@ class MujocoSimulator:
         mj_model.dof_armature[self._dof] = model.armature
         mj_model.dof_frictionloss[:] = 0.0
         mj_model.dof_frictionloss[self._dof] = model.coulomb_friction
+        # dry friction holds a joint still (MuJoCo's noslip post-processing of the friction rows,
+        # where its soft friction-loss constraint alone lets a held arm creep ~0.1 rad/s)
+        mj_model.opt.noslip_iterations = NOSLIP_ITERATIONS if np.any(model.coulomb_friction > 0.0) else 0
         set_body_inertias(mj_model, model)
         self.mj_data = mujoco.MjData(mj_model)
         mujoco.mj_setConst(mj_model, self.mj_data)  # constants that depend on the masses
