@@ -155,6 +155,68 @@ def test_observer_and_acceleration_filter_against_their_recursions():
     np.testing.assert_allclose(tick.f.acceleration, a, rtol=1e-12, atol=1e-12)
 
 
+ARMATURE = np.array([0.3, 0.3, 0.2, 0.2, 0.05, 0.05, 0.02])
+VISCOUS = np.array([1.0, 1.0, 0.8, 0.8, 0.2, 0.2, 0.1])
+COULOMB = np.array([3.0, 3.0, 2.0, 2.0, 0.5, 0.5, 0.3])
+V_S = 1e-3     # kernels.joint_terms.COULOMB_VELOCITY_SCALE, the smooth sign's velocity
+
+
+def pin_with_armature():
+    model = pin.buildModelFromUrdf(URDF)
+    model.armature = ARMATURE.copy()
+    return model, model.createData()
+
+
+def test_computed_torque_with_joint_terms():
+    """With the model's armature and friction: Pinocchio's rnea with model.armature (I_a a added),
+    and the friction feedforward F_v v_r + F_c tanh(v_r / v_s) at the reference velocity."""
+    rng = np.random.default_rng(11)
+    tick = T.ControllerTick(MODEL.with_joint_dynamics(ARMATURE, VISCOUS, COULOMB), np.arange(NV), FRAME, 20)
+    f, s = tick.f, tick.s
+    f.kp[:], f.kd[:], f.observer_gain[:] = KP, KD, GAIN
+    s[T.S_CUTOFF_HZ], s[T.S_DT] = CUTOFF, DT
+    centre, amplitude, omega, t = rng.uniform(-0.5, 0.5, NV), rng.uniform(0.05, 0.2, NV), 2.0, 0.4
+    f.centre[:], f.amplitude[:] = centre, amplitude
+    s[T.S_OMEGA], s[T.S_T] = omega, t
+    q, v = centre + rng.uniform(-0.02, 0.02, NV), rng.uniform(-0.3, 0.3, NV)
+    feed(tick, q, v, reset=True, gradients=False)
+    q_d = centre + amplitude * np.sin(omega * t)
+    v_d = amplitude * omega * np.cos(omega * t)
+    a_d = -amplitude * omega ** 2 * np.sin(omega * t)
+    model, data = pin_with_armature()
+    expected = pin.rnea(model, data, q, v, a_d + KD * (v_d - v) + KP * (q_d - q))
+    expected += VISCOUS * v_d + COULOMB * np.tanh(v_d / V_S)
+    np.testing.assert_allclose(tick.f.command, np.clip(expected, -LIMITS, LIMITS), rtol=1e-12, atol=1e-10)
+
+
+def test_observer_with_joint_terms_against_its_recursion():
+    """p = (M + diag I_a) v and beta = C^T v - g - F_v v - F_c tanh(v / v_s): the model's friction is
+    a known torque, so the observer's estimate is the external torque only (Pinocchio's M with
+    model.armature, C and g)."""
+    rng = np.random.default_rng(12)
+    q, v, effort = trajectory(rng, 60)
+    tick = T.ControllerTick(MODEL.with_joint_dynamics(ARMATURE, VISCOUS, COULOMB), np.arange(NV), FRAME, 20)
+    tick.f.observer_gain[:] = GAIN
+    tick.s[T.S_CUTOFF_HZ], tick.s[T.S_DT] = CUTOFF, DT
+    model, data = pin_with_armature()
+
+    def terms(q, v):
+        M = pin.crba(model, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        C = pin.computeCoriolisMatrix(model, data, q, v)
+        friction = VISCOUS * v + COULOMB * np.tanh(v / V_S)
+        return M @ v, C.T @ v - pin.computeGeneralizedGravity(model, data, q) - friction
+    feed(tick, q[0], v[0], effort[0], reset=True)
+    p_prev, beta_prev = terms(q[0], v[0])
+    r = np.zeros(NV)
+    for k in range(1, len(q)):
+        feed(tick, q[k], v[k], effort[k])
+        p, beta = terms(q[k], v[k])
+        r += (1.0 - np.exp(-GAIN * DT)) * ((p - p_prev) / DT - effort[k] - 0.5 * (beta_prev + beta) - r)
+        p_prev, beta_prev = p, beta
+    np.testing.assert_allclose(tick.f.tau_ext, r, rtol=1e-9, atol=1e-9)
+
+
 def simulate(q, v, tau, seconds, h=1e-4):
     """Pinocchio's forward dynamics under the torque tau held for `seconds`, RK4 steps of h."""
     def f(q, v):

@@ -12,21 +12,25 @@ and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on the
    - the generalized-momentum observer (De Luca and Mattone 2003; see momentum_observer.py):
      from the momentum balance the mean external torque over the step,
        tau_mean = (p_k - p_k-1) / dt - tau_applied - (drift_k-1 + drift_k) / 2,
-     p = M(q) v, drift = C(q, v)^T v - g(q), and r relaxes toward it as rdot = K_O (tau_ext - r)
+     p = (M(q) + diag(I_a)) v, drift = C(q, v)^T v - g(q) - F_v v - F_c sgn_s(v) (the model's joint
+     friction is known, not external), and r relaxes toward it as rdot = K_O (tau_ext - r)
      does, exactly: r += (1 - exp(-K_O dt)) (tau_mean - r),
    - the acceleration estimate, a low-passed difference of velocities (AccelerationFilter),
-   - the gradient window as running sums: with Y_k the regressor of sample k (tau = Y phi),
+   - the gradient window as running sums: with Y_k the regressor of sample k (tau = Y phi) and tau_k
+     the applied torque less the model's joint torque (its joint terms held),
        sum_YY = sum_k Y_k^T Y_k,  sum_Yt = sum_k Y_k^T tau_k   over the last `window` samples,
      so that dL/dphi = -sum_k Y_k^T (tau_k - Y_k phi) = sum_YY phi - sum_Yt is one small product,
    - the joint-twist gradient's running sum of -dtau/deta_k^T (tau_k - rnea(q_k, v_k, a_k))
      (see model_derivatives.twist_derivatives), each term evaluated with the model of its sample;
    a reset (first sample, a gap in the stamps) restarts them all at the current state;
 3. the torque, by mode:
-   - tracking: computed torque rnea(q, v, a_r + kd (v_r - v) + kp (q_r - q)) (minus the estimated
-     external torque with compensation);
-   - braking (s[S_BRAKE], fresh joint states: the stop on deactivate): rnea(q, v, -brake_gain v)
-     (zero acceleration on the joints not controlled), which brakes every joint at the rate
-     brake_gain whatever its inertia;
+   - tracking: computed torque rnea(q, v, a_cmd) + I_a a_cmd + F_v v_r + F_c sgn_s(v_r), a_cmd =
+     a_r + kd (v_r - v) + kp (q_r - q) (minus the estimated external torque with compensation): the
+     model's rotor inertia, and its joint friction as a feedforward at the reference velocity (at the
+     measured one, noise around v = 0 would flip the Coulomb term's sign);
+   - braking (s[S_BRAKE], fresh joint states: the stop on deactivate): rnea(q, v, a_cmd) + I_a a_cmd,
+     a_cmd = -brake_gain v (zero on the joints not controlled), which brakes every joint at the rate
+     brake_gain whatever its inertia (no friction compensation while not tracking);
    - holding (s[S_SAFE], stale joint states): g(q) at the last sample, or zero (s[S_SAFE_ZERO]);
      no velocity term, since a stale velocity is an open-loop torque that accelerates the joint;
    with the gravity compensated by the robot, g(q) is left out of all three; a non-finite result
@@ -43,6 +47,7 @@ from numba import njit
 
 from ..kernels.coriolis import coriolis_matrix
 from ..kernels.crba import crba
+from ..kernels.joint_terms import ARMATURE, add_armature_torque, add_friction_torque, add_joint_torque, friction
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
 from ..kernels.packed import Packed, copy_model, field1, field2, field3, field4, field_indices
 from ..kernels.regressor import regressor
@@ -70,7 +75,7 @@ def float_fields(nb, nv, window, ncontrolled):
     return [
         # the model (phi changes with adaptation)
         ("screw_axes", (nb, 6)), ("home_R", (nb, 3, 3)), ("home_p", (nb, 3)), ("phi", (nb, 10)),
-        ("base_accel", (6,)), ("frame_R", (3, 3)), ("frame_p", (3,)), ("effort_limit", (nv,)),
+        ("joint_terms", (nb, 3)), ("base_accel", (6,)), ("frame_R", (3, 3)), ("frame_p", (3,)), ("effort_limit", (nv,)),
         # gains and reference parameters
         ("kp", (nv,)), ("kd", (nv,)), ("brake_gain", (nv,)), ("observer_gain", (nv,)),
         ("centre", (nv,)), ("amplitude", (nv,)),
@@ -104,7 +109,7 @@ def int_fields(nb, ncontrolled):
 
 _F = field_indices(float_fields(1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1))
-(SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN,
+(SCREW_AXES, HOME_R, HOME_P, PHI, JOINT_TERMS, BASE_ACCEL, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN,
  OBSERVER_GAIN, CENTRE, AMPLITUDE, Q, V_, EFFORT, Q_D, V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH,
  GRADIENT, TWIST_GRADIENT, S, P_PREV, DRIFT_PREV, TAU_EXT, V_PREV, ACCELERATION, Y_RING,
  SAMPLES, SUM_YY, SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP,
@@ -129,6 +134,7 @@ class TickBuffers:
     def set_model(self, model):
         """Use `model` (the same robot, e.g. adapted inertial parameters) from the next tick on."""
         copy_model(model, self.f)
+        self.f.joint_terms[:] = model.joint_terms
         self.model = model
 
     def tick(self):
@@ -228,7 +234,8 @@ class ControllerTick(TickBuffers):
         self.f.p_prev -= crba_api(old_model, old_model.create_data(), q) @ v
 
     def window_samples(self):
-        """The gradient window's samples (count, 4, nv): q, v, a, tau, oldest first (a copy)."""
+        """The gradient window's samples (count, 4, nv): q, v, a and the applied torque less the model's
+        joint torque, oldest first (a copy)."""
         count, slot = int(self.f.s[S_COUNT]), int(self.f.s[S_NEXT])
         order = (np.arange(count) + (slot - count)) % self.window
         return self.f.samples[order].copy()
@@ -337,6 +344,10 @@ def controller_tick(f, fo, ints, io):
                       V, Vdot, F, tmp6, tau)
         if not finite:
             tau[0] = np.nan
+        joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)
+        add_armature_torque(joint_terms, a_cmd, tau)
+        if tracking:
+            add_friction_torque(joint_terms, v_r, tau)
         for k in range(nv):
             if robot_gravity:
                 tau[k] -= g[k]
@@ -461,8 +472,9 @@ def _reset_estimators(f, fo, ints, io):
 
 @njit(cache=True, nogil=True)
 def _momentum_terms(f, fo, ints, io, momentum, drift):
-    """At the current sample: momentum = M(q) v and drift = C(q, v)^T v - g(q), the terms of
-    pdot = tau + drift + tau_ext (g from this tick's field g); M and C into their fields."""
+    """At the current sample: momentum = (M(q) + diag(I_a)) v and drift = C(q, v)^T v - g(q) -
+    F_v v - F_c sgn_s(v), the terms of pdot = tau + drift + tau_ext (the model's joint friction is a
+    known torque, not an external one; g from this tick's field g); M and C into their fields."""
     nb = field1(ints, io, DIMS, 4)[0]
     nv = nb
     parents, screw_axes, home_R, home_p, phi, _ = _model(f, fo, ints, io, nb)
@@ -482,13 +494,14 @@ def _momentum_terms(f, fo, ints, io, momentum, drift):
                     field3(f, fo, TMP66, 2, 6, 6), C)
     crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, field2(f, fo, PHI_COMPOSITE, nb, 10),
          field2(f, fo, BODY_F, nb, 6), M)
+    joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)
     for i in range(nv):
         ctv = 0.0
-        mv = 0.0
+        mv = joint_terms[i, ARMATURE] * v[i]
         for j in range(nv):
             ctv += C[j, i] * v[j]
             mv += M[i, j] * v[j]
-        drift[i] = ctv - g[i]
+        drift[i] = ctv - g[i] - friction(joint_terms, i, v[i])
         momentum[i] = mv
 
 
@@ -561,11 +574,18 @@ def _estimators_step(f, fo, ints, io, dt):
     if not regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR, op, oS,
                      field2(f, fo, BODY_V, nb, 6), field2(f, fo, BODY_VDOT, nb, 6), tmp6, Y):
         return False
+    # the rigid bodies' share of the applied torque: less the model's joint torque (its joint terms
+    # are held, the gradient is the inertial parameters')
+    tau_rigid = scratch[1]
+    tau_rigid[:] = 0.0
+    add_joint_torque(field2(f, fo, JOINT_TERMS, nb, 3), v, a, tau_rigid)
+    for k in range(nv):
+        tau_rigid[k] = tau_applied[k] - tau_rigid[k]
     samples[slot, 0] = q
     samples[slot, 1] = v
     samples[slot, 2] = a
-    samples[slot, 3] = tau_applied
-    _window_sums_add(Y, tau_applied, subtree_end, 1.0, sum_YY, sum_Yt)
+    samples[slot, 3] = tau_rigid
+    _window_sums_add(Y, tau_rigid, subtree_end, 1.0, sum_YY, sum_Yt)
     if s[S_TWIST] != 0.0:
         twist_ring = field2(f, fo, TWIST_RING, window, 6 * nb)
         twist_sum = field1(f, fo, TWIST_SUM, 6 * nb)
@@ -579,7 +599,7 @@ def _estimators_step(f, fo, ints, io, dt):
                     field2(f, fo, BODY_F, nb, 6), tmp6, residual):
             return False
         for k in range(nv):
-            residual[k] = tau_applied[k] - residual[k]
+            residual[k] = tau_rigid[k] - residual[k]
         dtau_deta = field2(f, fo, DTAU_DETA, nv, 6 * nb)
         if not twist_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel,
                                  field2(f, fo, F_EXT_ZERO, nb, 6), R, p, oR, op, field2(f, fo, OPHI_C, nb, 10),

@@ -68,6 +68,14 @@ def add_joint_torque(joint_terms, v, a, tau):
 
 
 @njit(cache=True)
+def add_armature_torque(joint_terms, a, tau):
+    """tau_i += I_a a_i: the rotors' torque at the joint accelerations a."""
+    for i in range(tau.shape[0]):
+        if joint_terms[i, ARMATURE] != 0.0:
+            tau[i] += joint_terms[i, ARMATURE] * a[i]
+
+
+@njit(cache=True)
 def add_friction_torque(joint_terms, v, tau):
     """tau_i += F_v v_i + F_c sgn_s(v_i) (the joint torque at zero acceleration). False when a changed
     entry is not finite."""

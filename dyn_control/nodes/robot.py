@@ -5,6 +5,7 @@ import numpy as np
 import yaml
 
 from ..robots import config_dir
+from .params import Param
 from ..urdf import load_urdf
 
 
@@ -96,3 +97,33 @@ def check_forward_controller_joints(command_topic, joints, files):
             raise ValueError(f"parameter joints: {name} in {path} commands the joints {list(theirs)}, but this "
                              f"controller sends efforts for {list(joints)} on {command_topic} (same joints, same "
                              "order needed)")
+
+
+def joint_term_parameters(prefix, whose):
+    """The Param declarations of a node's joint terms under `prefix` (model. or robot.)."""
+    return (
+        Param(prefix + "armature", [], "numbers", "configure",
+              f"{whose} reflected rotor inertia per joint [kg m^2] (one number or one per joint; empty: 0)"),
+        Param(prefix + "viscous_friction", [], "numbers", "configure",
+              f"{whose} viscous friction F_v per joint [N m s/rad] (empty: the URDF's <dynamics damping>)"),
+        Param(prefix + "coulomb_friction", [], "numbers", "configure",
+              f"{whose} Coulomb friction F_c per joint [N m] (empty: the URDF's <dynamics friction>)"),
+    )
+
+
+def with_joint_terms(model, values, prefix):
+    """The model with the joint terms of parameters `prefix`armature, viscous_friction and
+    coulomb_friction (one number or one per joint of model.joint_names); empty: armature 0 and the
+    URDF's <dynamics damping friction>. A ValueError names the parameter."""
+    terms = {}
+    for key, argument, default in (("armature", "armature", 0.0), ("viscous_friction", "viscous", model.damping),
+                                   ("coulomb_friction", "coulomb", model.friction)):
+        value = values[prefix + key]
+        if len(value) not in (0, 1, model.nbodies):
+            raise ValueError(f"parameter {prefix + key}: one number or one per joint "
+                             f"({', '.join(model.joint_names)}), got {len(value)}")
+        terms[argument] = default if not value else value[0] if len(value) == 1 else value
+    try:
+        return model.with_joint_dynamics(**terms)
+    except ValueError as error:
+        raise ValueError(f"parameters {prefix}*: {error}") from None

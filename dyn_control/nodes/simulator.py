@@ -60,7 +60,7 @@ from ..simulation.closed_chain import ClosedChainSimulator
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
-from .robot import coordinate_effort_limits, joint_indices, load_robot
+from .robot import coordinate_effort_limits, joint_indices, joint_term_parameters, load_robot, with_joint_terms
 from .timing import RealtimeLoop
 from .wire import RawMessage, markers, message_view, parse_float64_array
 
@@ -115,7 +115,34 @@ PARAMETERS = (
     Param("external_wrench.schedule.torque", [], "numbers", "configure",
           "torques [N m], 3 numbers per entry (empty: zero), root-frame axes"),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
-)
+    Param("payload.link", "", "string", "configure",
+          "link (or joint) carrying a payload the URDF lacks: the simulated robot differs from a controller "
+          "on the URDF (empty: none)"),
+    Param("payload.mass", 0.0, "number", "configure", "payload mass [kg]", 0.0, 1000.0),
+    Param("payload.center_of_mass", [], "numbers", "configure",
+          "payload centre of mass in the link's frame [m], 3 numbers (empty: the link's origin)"),
+    Param("payload.inertia", [], "numbers", "configure",
+          "payload inertia about its centre of mass in the link's axes [kg m^2]: ixx, iyy, izz, ixy, ixz, iyz "
+          "(empty: a point mass)"),
+) + joint_term_parameters("robot.", "the simulated robot's")
+
+
+def robot_model(model, values):
+    """The simulated robot: the URDF's model with the joint terms of robot.* and the payload of
+    payload.*, which a controller on the same URDF does not know unless told."""
+    model = with_joint_terms(model, values, "robot.")
+    if not values["payload.link"]:
+        return model
+    com, inertia = values["payload.center_of_mass"] or [0.0, 0.0, 0.0], values["payload.inertia"]
+    if len(com) != 3 or len(inertia) not in (0, 6):
+        raise ValueError(f"parameters payload.*: center_of_mass needs 3 numbers and inertia none or 6 "
+                         f"(ixx, iyy, izz, ixy, ixz, iyz), got {len(com)} and {len(inertia)}")
+    ixx, iyy, izz, ixy, ixz, iyz = inertia or [0.0] * 6
+    try:
+        return model.with_payload(values["payload.link"], values["payload.mass"], com,
+                                  [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    except ValueError as error:
+        raise ValueError(f"parameters payload.*: {error}") from None
 
 
 def wrench_schedule(values, model):
@@ -291,6 +318,7 @@ class SimulatorNode(LoopNode):
 
     def _build(self, values):
         model, urdf = load_robot(values["robot_description"], values["urdf_path"])
+        model = robot_model(model, values)
         for message in model.warnings:
             self.get_logger().warning(f"URDF: {message}")
         c = _Configured()
@@ -299,6 +327,9 @@ class SimulatorNode(LoopNode):
         c.backend = values["backend"]
         c.schedule = wrench_schedule(values, model)
         if values["mapping.name"]:
+            if np.any(model.joint_terms) or values["payload.link"]:
+                raise ValueError("parameters robot.*, payload.*: joint terms and payloads are not simulated on a "
+                                 "closed chain")
             c.mapping = self._closed_chain(values, model)
             c.commanded = joint_indices(model, values["joints"] or list(c.mapping.active_joints))
             q0 = None
