@@ -356,6 +356,11 @@ def main(argv=None):
                            help="arm: config/demo.yaml (default); five_bar: config/five_bar_demo.yaml")
     demo_args.add_argument("--duration", type=float, default=10.0, help="seconds to run (default 10)")
     demo_args.add_argument("--output", default="demo_output", help="folder for the plot (default demo_output)")
+    demo_args.add_argument("--mismatch", action="store_true",
+                           help="the arm on a simulated robot with joint friction, armature and a 1.5 kg payload "
+                           "its URDF lacks (config/demo_mismatch.yaml)")
+    demo_args.add_argument("--matched", action="store_true",
+                           help="with --mismatch: the controller is given the simulated robot's true values")
     args = parser.parse_args(argv)
     if args.command == "bringup":
         if not os.path.isfile(args.config):
@@ -366,8 +371,10 @@ def main(argv=None):
     if args.command == "faults":
         from .faults import main as faults
         return faults()
+    if args.matched and not args.mismatch:
+        parser.error("--matched goes with --mismatch")
     from .demo import run_demo
-    return run_demo(args.duration, args.output, args.robot)
+    return run_demo(args.duration, args.output, args.robot, args.mismatch, args.matched)[0]
 
 
 if __name__ == "__main__":

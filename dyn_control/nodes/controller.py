@@ -41,7 +41,7 @@ from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
 from .robot import (check_forward_controller_joints, joint_indices, joint_term_parameters, load_robot,
-                    parameter_files, per_joint, with_joint_terms)
+                    parameter_files, payload_parameters, per_joint, with_joint_terms, with_payload)
 from .timing import RealtimeLoop, default_cpu
 from .wire import RawMessage, markers
 
@@ -128,7 +128,7 @@ PARAMETERS = (
     Param("realtime.spin_us", 200.0, "number", "activate",
           "the loop thread spins (instead of sleeping) this long before each deadline [us]", 0.0, 100000.0),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
-) + joint_term_parameters("model.", "the controller model's")
+) + joint_term_parameters("model.", "the controller model's") + payload_parameters("model.payload.", "the controller's")
 
 
 def check_values(values, njoints=None):
@@ -237,10 +237,10 @@ class ControllerNode(LoopNode):
         model, _ = load_robot(values["robot_description"], values["urdf_path"])
         for message in model.warnings:
             self.get_logger().warning(f"URDF: {message}")
-        model = with_joint_terms(model, values, "model.")
+        model = with_payload(with_joint_terms(model, values, "model."), values, "model.payload.")
         mapping, joints = None, values["joints"]
         if values["mapping.name"]:
-            if np.any(model.joint_terms):
+            if np.any(model.joint_terms) or values["model.payload.link"]:
                 raise ValueError("parameters model.*: joint terms (armature, friction) are not modelled on a "
                                  "closed chain; leave them empty and the URDF without <dynamics>")
             if values["gradient.twist"]:

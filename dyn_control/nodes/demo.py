@@ -1,8 +1,11 @@
 """`dyn-control demo`: bringup of config/demo.yaml with a live status line and a plot at the end."""
+import copy
 import os
 import sys
+import tempfile
 
 import numpy as np
+import yaml
 
 from ..robots import config_dir
 from .cli import bringup
@@ -12,6 +15,7 @@ CONTROLLER_STATUS = "dyn_controller: control loop"
 # the demos' configs (config/): the 7-DoF arm, and the spherical five-bar (a closed chain: the force
 # estimate is the force's component in the sphere's tangent plane at the end effector)
 DEMOS = {"arm": "demo.yaml", "five_bar": "five_bar_demo.yaml"}
+MISMATCH = "demo_mismatch.yaml"     # the arm on a simulated robot that differs from its URDF
 
 
 class DemoMonitor:
@@ -113,24 +117,48 @@ def plot(recorder, path):
     plt.close(fig)
 
 
-def run_demo(duration=10.0, output="demo_output", robot="arm"):
-    """Bring up DEMOS[robot] for `duration` seconds; the plot goes to output/<config name>.png."""
+def run_demo(duration=10.0, output="demo_output", robot="arm", mismatch=False, matched=False):
+    """Bring up DEMOS[robot] (with mismatch: config/demo_mismatch.yaml, the arm on a simulated robot
+    with friction, armature and a payload its URDF lacks; matched: the controller told those true
+    values) for `duration` seconds; the plot goes to output/<config name>.png. Returns (exit code,
+    the summary's figures)."""
     if robot not in DEMOS:
         raise ValueError(f"robot must be one of {', '.join(sorted(DEMOS))}, got {robot!r}")
-    config = os.path.join(config_dir(), DEMOS[robot])
+    name = MISMATCH if mismatch else DEMOS[robot]
+    config = os.path.join(config_dir(), name)
     monitor = DemoMonitor()
-    print(f"dyn-control demo: {config}, {duration:g} s (the first run compiles the Numba kernels: "
-          "up to a minute; later runs load them from the cache)")
-    code = bringup(config, duration, monitor)
+    with tempfile.TemporaryDirectory(prefix="dyn_control_demo_") as folder:
+        if matched:
+            config, name = matched_config(config, folder), name.replace(".yaml", "_matched.yaml")
+        print(f"dyn-control demo: {config}, {duration:g} s (the first run compiles the Numba kernels: "
+              "up to a minute; later runs load them from the cache)")
+        code = bringup(config, duration, monitor)
     if code != 0:
-        return code
+        return code, {}
     os.makedirs(output, exist_ok=True)
-    path = os.path.join(output, DEMOS[robot].replace(".yaml", ".png"))
+    path = os.path.join(output, name.replace(".yaml", ".png"))
     plot(monitor.recorder, path)
-    summary(monitor.recorder)
+    figures = summary(monitor.recorder)
     loop_summary(monitor.recorder)
     print(f"plot: {path}")
-    return 0
+    return 0, figures
+
+
+def matched_config(path, folder):
+    """A copy of the parameter file at `path` whose controller has the simulated robot's joint terms
+    (robot.* -> model.*) and payload (payload.* -> model.payload.*): the controller's model is then
+    the simulated robot."""
+    with open(path) as f:
+        tree = yaml.safe_load(f)
+    simulator = next(v["ros__parameters"] for k, v in tree.items() if k.endswith("dyn_simulator"))
+    controller = next(v["ros__parameters"] for k, v in tree.items() if k.endswith("dyn_controller"))
+    controller.setdefault("model", {}).update(copy.deepcopy(simulator.get("robot", {})))
+    if "payload" in simulator:
+        controller["model"]["payload"] = copy.deepcopy(simulator["payload"])   # no YAML aliases: rcl refuses them
+    out = os.path.join(folder, os.path.basename(path).replace(".yaml", "_matched.yaml"))
+    with open(out, "w") as f:
+        yaml.safe_dump(tree, f)
+    return out
 
 
 def command_gaps(times_ns):
@@ -156,24 +184,36 @@ def loop_summary(recorder):
 
 def summary(recorder):
     """RMS tracking error after the start-up transient until the external force, and while it acts
-    (estimator.compensation is off in the demo), and the force estimate's error while the force
-    acts, after the observer's settling."""
+    (estimator.compensation is off in the demo); the false force, the force estimate from 2 s until
+    the force (none is applied: an estimate there is the model's error); the force estimate's error
+    while the force acts, after the observer's settling. Printed, and returned by name."""
+    figures = {}
     t, e = recorder.tracking_error()
     if t.size == 0 or recorder.count("applied_wrench") == 0:
-        return
+        return figures
     applied_t = recorder.stamps("applied_wrench")
     pushed = applied_t[np.linalg.norm(recorder.values("applied_wrench")[:, 3:], axis=1) > 0]
     onset = pushed.min() if pushed.size else np.inf
     force_on = (t >= onset) & (t <= pushed.max()) if pushed.size else np.zeros(t.size, bool)
-    for label, window in (("from 2 s until the force", (t >= t[0] + 2e9) & (t < onset)),
-                          ("while the force pushes", force_on)):
+    for key, label, window in (("tracking before", "from 2 s until the force", (t >= t[0] + 2e9) & (t < onset)),
+                               ("tracking pushed", "while the force pushes", force_on)):
         if window.any():
-            print(f"tracking error rms {label}: {1e3 * np.sqrt(np.mean(e[window] ** 2)):.3f} mrad")
+            figures[key] = float(np.sqrt(np.mean(e[window] ** 2)))
+            print(f"tracking error rms {label}: {1e3 * figures[key]:.3f} mrad")
+    estimate_t = recorder.stamps("wrench_estimate")
+    force = recorder.values("wrench_estimate")[:, 3:]
+    quiet = (estimate_t >= t[0] + 2e9) & (estimate_t < onset)
+    if quiet.any():
+        false_force = np.linalg.norm(force[quiet], axis=1)
+        figures["false force mean"], figures["false force max"] = float(false_force.mean()), float(false_force.max())
+        print(f"false force (no force applied, from 2 s until the force): mean {false_force.mean():.3f} N, "
+              f"max {false_force.max():.3f} N")
     if pushed.size:
-        estimate_t = recorder.stamps("wrench_estimate")
         late = (estimate_t >= pushed.min() + 0.5e9) & (estimate_t <= pushed.max())
         if late.any():
             applied = recorder.values("applied_wrench")[np.searchsorted(applied_t, estimate_t[late]), 3:]
-            error = np.linalg.norm(recorder.values("wrench_estimate")[late, 3:] - applied, axis=1)
+            error = np.linalg.norm(force[late] - applied, axis=1)
+            figures["force error mean"], figures["force error max"] = float(error.mean()), float(error.max())
             print(f"force estimate error from 0.5 s after the onset: mean {error.mean():.3f} N, "
                   f"max {error.max():.3f} N (applied {np.linalg.norm(applied[0]):.1f} N)")
+    return figures

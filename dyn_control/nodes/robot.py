@@ -127,3 +127,34 @@ def with_joint_terms(model, values, prefix):
         return model.with_joint_dynamics(**terms)
     except ValueError as error:
         raise ValueError(f"parameters {prefix}*: {error}") from None
+
+
+def payload_parameters(prefix, whose):
+    """The Param declarations of a payload under `prefix` (payload. or model.payload.)."""
+    return (
+        Param(prefix + "link", "", "string", "configure",
+              f"link (or joint) carrying a payload the URDF lacks, on {whose} model (empty: none)"),
+        Param(prefix + "mass", 0.0, "number", "configure", "payload mass [kg]", 0.0, 1000.0),
+        Param(prefix + "center_of_mass", [], "numbers", "configure",
+              "payload centre of mass in the link's frame [m], 3 numbers (empty: the link's origin)"),
+        Param(prefix + "inertia", [], "numbers", "configure",
+              "payload inertia about its centre of mass in the link's axes [kg m^2]: ixx, iyy, izz, ixy, ixz, "
+              "iyz (empty: a point mass)"),
+    )
+
+
+def with_payload(model, values, prefix):
+    """The model with the payload of parameters `prefix`link, mass, center_of_mass and inertia
+    (Model.with_payload); unchanged when `prefix`link is empty. A ValueError names the parameters."""
+    if not values[prefix + "link"]:
+        return model
+    com, inertia = values[prefix + "center_of_mass"] or [0.0, 0.0, 0.0], values[prefix + "inertia"]
+    if len(com) != 3 or len(inertia) not in (0, 6):
+        raise ValueError(f"parameters {prefix}*: center_of_mass needs 3 numbers and inertia none or 6 "
+                         f"(ixx, iyy, izz, ixy, ixz, iyz), got {len(com)} and {len(inertia)}")
+    ixx, iyy, izz, ixy, ixz, iyz = inertia or [0.0] * 6
+    try:
+        return model.with_payload(values[prefix + "link"], values[prefix + "mass"], com,
+                                  [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    except ValueError as error:
+        raise ValueError(f"parameters {prefix}*: {error}") from None

@@ -60,7 +60,8 @@ from ..simulation.closed_chain import ClosedChainSimulator
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
-from .robot import coordinate_effort_limits, joint_indices, joint_term_parameters, load_robot, with_joint_terms
+from .robot import (coordinate_effort_limits, joint_indices, joint_term_parameters, load_robot, payload_parameters,
+                    with_joint_terms, with_payload)
 from .timing import RealtimeLoop
 from .wire import RawMessage, markers, message_view, parse_float64_array
 
@@ -115,34 +116,13 @@ PARAMETERS = (
     Param("external_wrench.schedule.torque", [], "numbers", "configure",
           "torques [N m], 3 numbers per entry (empty: zero), root-frame axes"),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
-    Param("payload.link", "", "string", "configure",
-          "link (or joint) carrying a payload the URDF lacks: the simulated robot differs from a controller "
-          "on the URDF (empty: none)"),
-    Param("payload.mass", 0.0, "number", "configure", "payload mass [kg]", 0.0, 1000.0),
-    Param("payload.center_of_mass", [], "numbers", "configure",
-          "payload centre of mass in the link's frame [m], 3 numbers (empty: the link's origin)"),
-    Param("payload.inertia", [], "numbers", "configure",
-          "payload inertia about its centre of mass in the link's axes [kg m^2]: ixx, iyy, izz, ixy, ixz, iyz "
-          "(empty: a point mass)"),
-) + joint_term_parameters("robot.", "the simulated robot's")
+) + joint_term_parameters("robot.", "the simulated robot's") + payload_parameters("payload.", "the simulated robot's")
 
 
 def robot_model(model, values):
     """The simulated robot: the URDF's model with the joint terms of robot.* and the payload of
     payload.*, which a controller on the same URDF does not know unless told."""
-    model = with_joint_terms(model, values, "robot.")
-    if not values["payload.link"]:
-        return model
-    com, inertia = values["payload.center_of_mass"] or [0.0, 0.0, 0.0], values["payload.inertia"]
-    if len(com) != 3 or len(inertia) not in (0, 6):
-        raise ValueError(f"parameters payload.*: center_of_mass needs 3 numbers and inertia none or 6 "
-                         f"(ixx, iyy, izz, ixy, ixz, iyz), got {len(com)} and {len(inertia)}")
-    ixx, iyy, izz, ixy, ixz, iyz = inertia or [0.0] * 6
-    try:
-        return model.with_payload(values["payload.link"], values["payload.mass"], com,
-                                  [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    except ValueError as error:
-        raise ValueError(f"parameters payload.*: {error}") from None
+    return with_payload(with_joint_terms(model, values, "robot."), values, "payload.")
 
 
 def wrench_schedule(values, model):
