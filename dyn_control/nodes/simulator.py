@@ -55,11 +55,12 @@ PARAMETERS = (
     Param("mapping.name", "", "string", "configure",
           "closed-chain mapping plugin of an equivalent-tree URDF (builtin backend); its keyword arguments "
           "as mapping.parameters.* (empty: a tree robot)"),
-    Param("rate_hz", 1000.0, "number", "configure", "integration and publishing rate [Hz]"),
+    Param("rate_hz", 1000.0, "number", "configure", "integration and publishing rate [Hz]", 1.0, 10000.0),
     Param("joints", [], "strings", "configure", "joints of the command array, in order (empty: all)"),
-    Param("command_topic", "/effort_controller/commands", "string", "configure",
-          "std_msgs/Float64MultiArray of efforts in `joints` order"),
-    Param("command_timeout", 0.1, "number", "live", "hold the last command this long [s], then zero effort"),
+    Param("command_topic", "effort_controller/commands", "string", "configure",
+          "std_msgs/Float64MultiArray of efforts in `joints` order (relative: in the node's namespace)"),
+    Param("command_timeout", 0.1, "number", "live", "hold the last command this long [s], then zero effort",
+          0.001, 60.0),
     Param("initial_positions", [], "numbers", "configure",
           "initial joint positions, one per model joint (empty: zero, clipped into the limits); "
           "closed chain: one per active joint or per tree joint (empty: the mapping's reference)"),
@@ -72,7 +73,7 @@ PARAMETERS = (
           "CPU the simulation thread is pinned to (-2: no pinning; on a 2-core machine 0 leaves the last "
           "CPU to the controller's loop)"),
     Param("max_catch_up", 5, "integer", "configure",
-          "periods the loop may fall behind and catch up back to back; beyond, the backlog is dropped"),
+          "periods the loop may fall behind and catch up back to back; beyond, the backlog is dropped", 0, 1000),
     Param("external_wrench.schedule.start", [], "numbers", "configure", "start times [s] of scheduled wrenches"),
     Param("external_wrench.schedule.end", [], "numbers", "configure", "end times [s]"),
     Param("external_wrench.schedule.frame", [], "strings", "configure", "link whose origin each wrench acts at"),
@@ -214,7 +215,7 @@ class SimulatorNode(LoopNode):
         c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN,
                                                ring_capacity=qos.RING_CAPACITY)
         c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
-        c.joint_pub = self.create_lifecycle_publisher(JointState, "/joint_states", qos.STATE)
+        c.joint_pub = self.create_lifecycle_publisher(JointState, "joint_states", qos.STATE)
         c.applied_pub = self.create_lifecycle_publisher(WrenchStamped, "~/applied_wrench", qos.STATE)
         nv = model.nv
         joint_state = JointState(name=list(model.actuated_joints), position=markers(nv),
