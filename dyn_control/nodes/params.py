@@ -169,14 +169,19 @@ def read(node, table, phases):
     return _read(node, table, phases)
 
 
-def _read(node, table, phases):
+def _read(node, table, phases, changes=()):
+    """read(), with the values of `changes` (rclpy Parameters) in place of the node's."""
+    new = {change.name: change.value for change in changes}
     values = {}
     for p in table:
         if p.phase in phases:
-            try:
-                raw = node.get_parameter(p.name).value
-            except ParameterUninitializedException:
-                raw = p.default
+            if p.name in new:
+                raw = new[p.name]
+            else:
+                try:
+                    raw = node.get_parameter(p.name).value
+                except ParameterUninitializedException:
+                    raw = p.default
             values[p.name] = coerce(p, raw)
     return values
 
@@ -195,12 +200,7 @@ def coerce(p, value):
 
 def merged(node, table, changes):
     """Every parameter's typed value as it would be after `changes` (a ValueError names a bad one)."""
-    values = _read(node, table, PHASES)
-    by_name = {p.name: p for p in table}
-    for change in changes:
-        if change.name in by_name:
-            values[change.name] = coerce(by_name[change.name], change.value)
-    return values
+    return _read(node, table, PHASES, changes)
 
 
 def refusal(table, changes, state):
