@@ -275,9 +275,10 @@ def unknown_names(names, known, prefixes=()):
 
 
 def check_overrides(node):
-    """A ValueError for the first override of `node` (from its parameter files and -p arguments)
-    that names none of its declared parameters; names set only by entries keyed by wildcards alone
-    (`/**:`, meant for every node) are not its own and are let pass."""
+    """A ValueError naming every override of `node` (from its parameter files, as its process's
+    command line names them, and -p arguments) that is none of its declared parameters; names set
+    only by entries keyed by wildcards alone (`/**:`, meant for every node) are not its own and
+    are let pass."""
     shared, files = set(), {}
     for path in param_files.files_in(sys.argv):
         try:
@@ -300,8 +301,8 @@ def check_overrides(node):
 def check_file_values(table, values, names_the_node, prefixes=()):
     """What `check_overrides` and configure's typing check would say of a node with parameter
     table `table`, given {name: value} from a file's entries (`names_the_node`: the names set by
-    entries that name the node, not by wildcards alone): a ValueError naming the first unknown,
-    mistyped or out-of-range parameter. For the bringup, before it starts the node."""
+    entries that name the node, not by wildcards alone): a ValueError naming the unknown names, or
+    else the first mistyped or out-of-range parameter. For the bringup, before it starts the node."""
     known = {p.name for p in table} | set(RCLPY_PARAMETERS)
     unknown = unknown_names(names_the_node, known, prefixes)
     if unknown:
@@ -333,5 +334,5 @@ def report_parameter_files(node, files):
                 f"applies to {me}: its parameters are not used; key an entry /**/{node.get_name()} to apply it "
                 "in any namespace")
     if files:
-        node.get_logger().info(f"parameters from file(s) {', '.join(files)}: {applied} entries applied: "
-                               f"{', '.join(keys) or 'none'}")
+        node.get_logger().info(f"parameters from file(s) {', '.join(files)}: {applied} "
+                               f"{'entry' if applied == 1 else 'entries'} applied: {', '.join(keys) or 'none'}")
