@@ -94,7 +94,7 @@ def test_gazebo_launch_names_every_missing_package_with_the_apt_line(tmp_path, m
 def test_gazebo_launch_without_a_ros_environment(monkeypatch):
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
     monkeypatch.delenv("ROS_DISTRO", raising=False)
-    with pytest.raises(RuntimeError, match=r"AMENT_PREFIX_PATH is not set.*sudo apt install ros-\$ROS_DISTRO-ros-gz-sim"):
+    with pytest.raises(RuntimeError, match=r"AMENT_PREFIX_PATH is not set.*apt install ros-\$ROS_DISTRO-ros-gz-sim"):
         require_packages(GAZEBO_PACKAGES, "gazebo.launch.py")
 
 

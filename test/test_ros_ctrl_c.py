@@ -7,7 +7,7 @@ groups twice, `gap` seconds apart (the second one lands during the clean stop, o
 interpreter's exit after it). Both processes must exit with code 0 and no traceback, and the last
 command recorded here (reliable, every message kept, with its DDS source timestamp) must have been
 published after the first signal (the command the controller publishes as it deactivates) and be
-finite.
+finite. (Each node's start-up log names the entry of its parameter file that applied to it.)
 """
 import math
 import os
@@ -73,9 +73,11 @@ def test_a_second_sigint_during_a_clean_stop_is_no_crash(tmp_path, gap):
                 process.kill()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-    for process, output in zip(processes, outputs):
+    for process, output, name in zip(processes, outputs, ("dyn_controller", "dyn_simulator")):
         assert process.returncode == 0, f"exit code {process.returncode}:\n{output}"
         assert "Traceback" not in output, output
+        # at start-up each node said which entry of its file applied (issue 22.1)
+        assert f"1 entry applied: /**/{name} (" in output, output
     last_time, last = max(received, key=lambda r: r[0])
     assert last_time > signalled, "no command published after the signal (the one of the deactivation)"
     assert all(math.isfinite(x) for x in last), last

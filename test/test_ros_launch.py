@@ -66,7 +66,8 @@ def dyn_controller_parameters(name):
 def test_config_names_only_declared_parameters(name):
     for entry in param_files.load(os.path.join(config_dir(), name)):
         if entry.node_name in DECLARED:
-            unknown = {p for p in entry.parameters if not p.startswith("mapping.parameters.")} - DECLARED[entry.node_name]
+            named = {p for p in entry.parameters if not p.startswith("mapping.parameters.")}
+            unknown = named - DECLARED[entry.node_name]
             assert not unknown, f"{name}: {entry.node_name} has no parameters {sorted(unknown)}"
     check_config(os.path.join(config_dir(), name))      # types and ranges too
 

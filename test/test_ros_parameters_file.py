@@ -293,12 +293,14 @@ def test_misspelled_keys_fail_configure_naming_the_nearest_name(nodes_with, tmp_
                     "gains.kpp (did you mean gains.kp?)", "watchdog_timout (did you mean watchdog_timeout?)")
     assert_refused_in_one_line(bringup(write(tmp_path, MISSPELLED)), "gains.kpp (did you mean gains.kp?)",
                                "watchdog_timout (did you mean watchdog_timeout?)")
-    top_level = write(tmp_path, f"dyn_controller:\n  ros__parameters:\n    urdf_path: {URDF}\n    kpp: 3.0\n", "top.yaml")
+    top_level = write(tmp_path, f"dyn_controller:\n  ros__parameters:\n    urdf_path: {URDF}\n    kpp: 3.0\n",
+                      "top.yaml")
     configure_fails(nodes_with, top_level, ControllerNode, capfd, "kpp (did you mean gains.kp?)")
 
 
 def test_a_value_written_as_a_mapping_is_an_unknown_key(nodes_with, tmp_path, capfd):
-    path = write(tmp_path, f"dyn_controller:\n  ros__parameters:\n    urdf_path: {URDF}\n    gains:\n      kp: {{a: 1}}\n")
+    path = write(tmp_path, f"dyn_controller:\n  ros__parameters:\n    urdf_path: {URDF}\n"
+                           "    gains:\n      kp: {a: 1}\n")
     configure_fails(nodes_with, path, ControllerNode, capfd, "gains.kp.a (gains.kp takes a value")
     assert_refused_in_one_line(bringup(path), "gains.kp.a")
 

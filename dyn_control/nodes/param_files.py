@@ -113,8 +113,9 @@ def _read_namespace(path, mapping, prefix, entries):
         keys = [str(k.value) for k, _ in value.value]
         if PARAMETERS_KEY in keys:
             if keys != [PARAMETERS_KEY]:
+                others = ", ".join(k for k in keys if k != PARAMETERS_KEY)
                 raise ParameterFileError(f"{path}: {key.lstrip('/')} (line {line}): only `{PARAMETERS_KEY}:` may "
-                                         f"stand under a node's name, found {', '.join(k for k in keys if k != PARAMETERS_KEY)}")
+                                         f"stand under a node's name, found {others}")
             parameters = {}
             _read_parameters(path, value.value[0][1], "", parameters)
             entries.append(Entry(key if key.startswith("/") else "/" + key, parameters))
@@ -124,8 +125,9 @@ def _read_namespace(path, mapping, prefix, entries):
 
 def _read_parameters(path, mapping, prefix, parameters):
     if not isinstance(mapping, yaml.MappingNode):
-        raise ParameterFileError(f"{path}: {prefix.rstrip('.') or PARAMETERS_KEY} (line {mapping.start_mark.line + 1}): "
-                                 f"expected parameters (name: value), found {_what(mapping)}")
+        where = prefix.rstrip(".") or PARAMETERS_KEY
+        raise ParameterFileError(f"{path}: {where} (line {mapping.start_mark.line + 1}): expected parameters "
+                                 f"(name: value), found {_what(mapping)}")
     for key_node, value in mapping.value:
         name = prefix + str(key_node.value)
         if isinstance(value, yaml.MappingNode):
