@@ -1,13 +1,16 @@
 """Controller and simulator, as `dyn-control bringup` starts them, under ros2 launch.
 
     ros2 launch dyn_control bringup.launch.py [config:=/path/to/params.yaml] [namespace:=robot1] \
-        [joint_states_topic:=/joint_states]
+        [joint_states_topic:=joint_states]
 
 Both nodes are lifecycle nodes: this file configures them at start-up and activates each one once it
 is inactive (the simulator holds the robot still until the controller's first command, so the order
 does not matter). config: a ROS 2 parameter file with `dyn_controller` and `dyn_simulator` entries;
-default: the package's config/demo.yaml. namespace: of both nodes; joint_states_topic: remaps
-/joint_states for both (the command topic is the `command_topic` parameter of both, in config).
+default: the package's config/demo.yaml, keyed `/**/dyn_controller` and `/**/dyn_simulator` so that
+it applies in any namespace. namespace: of both nodes (their topics are relative: robot1/joint_states,
+robot1/effort_controller/commands; several robots run side by side, one namespace each);
+joint_states_topic: remaps joint_states for both (the command topic is the `command_topic`
+parameter of both, in config).
 """
 import os
 
@@ -38,7 +41,7 @@ def lifecycle_autostart(node):
 def generate_launch_description():
     config = LaunchConfiguration("config")
     namespace = LaunchConfiguration("namespace")
-    remappings = [("/joint_states", LaunchConfiguration("joint_states_topic"))]
+    remappings = [("joint_states", LaunchConfiguration("joint_states_topic"))]
     controller = LifecycleNode(package="dyn_control", executable="controller", name="dyn_controller",
                                namespace=namespace, parameters=[config], remappings=remappings, output="screen")
     simulator = LifecycleNode(package="dyn_control", executable="simulator", name="dyn_simulator",
@@ -47,7 +50,7 @@ def generate_launch_description():
         DeclareLaunchArgument("config", default_value=os.path.join(config_dir(), "demo.yaml"),
                               description="ROS 2 parameter file for dyn_controller and dyn_simulator"),
         DeclareLaunchArgument("namespace", default_value="", description="namespace of both nodes"),
-        DeclareLaunchArgument("joint_states_topic", default_value="/joint_states",
+        DeclareLaunchArgument("joint_states_topic", default_value="joint_states",
                               description="the joint-state topic of both nodes"),
         controller,
         simulator,

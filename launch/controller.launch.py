@@ -1,17 +1,18 @@
-"""The controller alone, for real hardware or Gazebo (anything that publishes /joint_states and
+"""The controller alone, for real hardware or Gazebo (anything that publishes joint states and
 takes efforts on the command topic, e.g. a ros2_control forward_command_controller/ForwardCommandController
 with interface_name: effort).
 
     ros2 launch dyn_control controller.launch.py description_file:=/path/robot.urdf.xacro \
         [config:=/path/params.yaml] [use_sim_time:=true] [autostart:=true] [namespace:=robot1] \
-        [joint_states_topic:=/franka/joint_states] [command_topic:=/forward_effort_controller/commands]
+        [joint_states_topic:=franka/joint_states] [command_topic:=forward_effort_controller/commands]
 
 description_file: a URDF, or a xacro file (processed with the xacro module; xacro_args:="name:=value
 ..." are passed to it); its XML becomes the robot_description parameter. config: a ROS 2 parameter
 file with a dyn_controller entry (default: the package's config/controller.yaml). autostart: drive
 the lifecycle to active (configure, then activate); false leaves the node unconfigured for a
-lifecycle manager or `ros2 lifecycle set /dyn_controller configure`. namespace: the node's namespace.
-joint_states_topic remaps /joint_states; command_topic (when not empty) overrides the config's.
+lifecycle manager or `ros2 lifecycle set /dyn_controller configure`. namespace: the node's namespace
+(the config's `/**/dyn_controller` entry applies there, and relative topics resolve in it).
+joint_states_topic and command_topic (when not empty) override the config's.
 """
 import os
 import shlex
@@ -45,14 +46,14 @@ def controller_actions(context):
     use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() == "true"
     autostart = IfCondition(LaunchConfiguration("autostart"))
     overrides = {"robot_description": description, "use_sim_time": use_sim_time}
-    command_topic = LaunchConfiguration("command_topic").perform(context)
-    if command_topic:
-        overrides["command_topic"] = command_topic
+    for name in ("command_topic", "joint_states_topic"):
+        topic = LaunchConfiguration(name).perform(context)
+        if topic:
+            overrides[name] = topic
     controller = LifecycleNode(
         package="dyn_control", executable="controller", name="dyn_controller",
         namespace=LaunchConfiguration("namespace"), output="screen",
-        parameters=[LaunchConfiguration("config"), overrides],
-        remappings=[("/joint_states", LaunchConfiguration("joint_states_topic"))])
+        parameters=[LaunchConfiguration("config"), overrides])
     activate = EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(controller),
                                            transition_id=Transition.TRANSITION_ACTIVATE))
     return [
@@ -74,8 +75,8 @@ def generate_launch_description():
         DeclareLaunchArgument("use_sim_time", default_value="false", description="use /clock (Gazebo)"),
         DeclareLaunchArgument("autostart", default_value="true", description="configure and activate at start"),
         DeclareLaunchArgument("namespace", default_value="", description="namespace of the node"),
-        DeclareLaunchArgument("joint_states_topic", default_value="/joint_states",
-                              description="where the joint states come from"),
+        DeclareLaunchArgument("joint_states_topic", default_value="",
+                              description="where the joint states come from (empty: the config's joint_states_topic)"),
         DeclareLaunchArgument("command_topic", default_value="",
                               description="where the efforts go (empty: the config's command_topic)"),
         OpaqueFunction(function=controller_actions),

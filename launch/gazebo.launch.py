@@ -5,7 +5,8 @@
 
 Needs (not installable on a plain Python machine, hence untested here): ros_gz_sim, ros_gz_bridge,
 gz_ros2_control, controller_manager, joint_state_broadcaster, forward_command_controller,
-robot_state_publisher (e.g. `apt install ros-$ROS_DISTRO-gz-ros2-control ros-$ROS_DISTRO-ros2-controllers`).
+robot_state_publisher. They are all checked before anything starts; the error names every missing
+one with the apt line that installs them (dyn_control.nodes.gazebo.require_packages).
 
 What it starts:
 1. gz sim with `world`, and a /clock bridge;
@@ -14,14 +15,13 @@ What it starts:
    plugin, whose controller_manager reads `config` (dyn_control.nodes.gazebo.with_gz_ros2_control);
 3. the robot spawned from /robot_description, then the spawners of joint_state_broadcaster and
    effort_controller (forward_command_controller/ForwardCommandController, interface effort, on
-   /effort_controller/commands);
+   effort_controller/commands);
 4. dyn_controller (controller.launch.py) with use_sim_time, configured and activated.
 `config` holds all of it: controller_manager, effort_controller and dyn_controller entries (see
 config/controller.yaml); the controlled joints are dyn_controller's `joints` (default: all movable).
 """
 import os
 
-import yaml
 from launch import LaunchDescription
 from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction,
                             RegisterEventHandler)
@@ -30,7 +30,8 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from dyn_control.nodes.gazebo import with_gz_ros2_control
+from dyn_control.nodes import param_files
+from dyn_control.nodes.gazebo import GAZEBO_PACKAGES, require_packages, with_gz_ros2_control
 from dyn_control.robots import config_dir
 from dyn_control.urdf import load_urdf
 
@@ -38,15 +39,15 @@ ARM7_READY = "0 -0.785 0 -2.356 0 1.571 0.785"
 
 
 def gazebo_actions(context):
+    require_packages(GAZEBO_PACKAGES, "gazebo.launch.py")
     from ament_index_python.packages import get_package_share_directory
 
     description_file = LaunchConfiguration("description_file").perform(context)
     config = LaunchConfiguration("config").perform(context)
     with open(description_file) as f:
         urdf = f.read()
-    with open(config) as f:
-        joints = (yaml.safe_load(f).get("dyn_controller", {}).get("ros__parameters", {}).get("joints") or
-                  list(load_urdf(urdf).actuated_joints))
+    entries = param_files.applying(param_files.load(config), "/dyn_controller")
+    joints = param_files.merged(entries).get("joints") or list(load_urdf(urdf).actuated_joints)
     initial = LaunchConfiguration("initial_positions").perform(context).split()
     description = with_gz_ros2_control(urdf, joints, config, [float(x) for x in initial] or None)
     here = os.path.dirname(os.path.abspath(__file__))

@@ -11,15 +11,15 @@ import glob
 import importlib.util
 import os
 import py_compile
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-import yaml
 
 import dyn_control as dc
-from dyn_control.nodes import controller, simulator
-from dyn_control.nodes.cli import nodes_in_config
+from dyn_control.nodes import controller, param_files, simulator
+from dyn_control.nodes.cli import check_config, nodes_in_config
 from dyn_control.nodes.robot import check_forward_controller_joints, parameter_files
 from dyn_control.nodes.gazebo import GZ_PLUGIN_FILE, GZ_SYSTEM, with_gz_ros2_control
 from dyn_control.robots import config_dir
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.ros
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH_FILES = sorted(glob.glob(os.path.join(ROOT, "launch", "*.launch.py")))
-CONFIGS = ["demo.yaml", "controller.yaml", "franka.yaml", "ur.yaml"]
+CONFIGS = ["demo.yaml", "controller.yaml", "franka.yaml", "ur.yaml", "five_bar_demo.yaml"]
 DECLARED = {"dyn_controller": {p.name for p in controller.PARAMETERS},
             "dyn_simulator": {p.name for p in simulator.PARAMETERS}}
 
@@ -56,22 +56,29 @@ def test_launch_description_builds(path):
     assert description.entities
 
 
-def flatten(tree, prefix=""):
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            yield from flatten(value, f"{prefix}{key}.")
-        else:
-            yield prefix + key
+def dyn_controller_parameters(name):
+    """The parameters config/<name> gives /dyn_controller (as rcl applies its entries)."""
+    entries = param_files.load(os.path.join(config_dir(), name))
+    return param_files.merged(param_files.applying(entries, "/dyn_controller"))
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_config_names_only_declared_parameters(name):
-    with open(os.path.join(config_dir(), name)) as f:
-        tree = yaml.safe_load(f)
-    for node, declared in DECLARED.items():
-        if node in tree:
-            unknown = set(flatten(tree[node]["ros__parameters"])) - declared
-            assert not unknown, f"{name}: {node} has no parameters {sorted(unknown)}"
+    for entry in param_files.load(os.path.join(config_dir(), name)):
+        if entry.node_name in DECLARED:
+            named = {p for p in entry.parameters if not p.startswith("mapping.parameters.")}
+            unknown = named - DECLARED[entry.node_name]
+            assert not unknown, f"{name}: {entry.node_name} has no parameters {sorted(unknown)}"
+    check_config(os.path.join(config_dir(), name))      # types and ranges too
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_configs_apply_in_any_namespace(name):
+    """Every node entry of a bundled config (ours, the controller_manager's, its controllers')
+    applies to that node at the root and in a namespace, as rcl matches them."""
+    for entry in param_files.load(os.path.join(config_dir(), name)):
+        for namespace in ("/", "/robot1", "/lab/robot2"):
+            assert entry.applies_to(param_files.node_name(namespace, entry.node_name)), (name, entry.key, namespace)
 
 
 def test_bringup_finds_the_nodes_of_the_configs():
@@ -79,7 +86,9 @@ def test_bringup_finds_the_nodes_of_the_configs():
         [("/", "dyn_controller"), ("/", "dyn_simulator")], [])
     found, others = nodes_in_config(os.path.join(config_dir(), "controller.yaml"))
     assert found == [("/", "dyn_controller")]
-    assert others == ["/controller_manager", "/effort_controller"]
+    assert others == ["/**/controller_manager", "/**/effort_controller"]
+    assert nodes_in_config(os.path.join(config_dir(), "demo.yaml"), "/robot1") == (
+        [("/robot1", "dyn_controller"), ("/robot1", "dyn_simulator")], [])
 
 
 def test_bringup_reads_namespaces_and_skips_wildcards(tmp_path):
@@ -89,35 +98,58 @@ def test_bringup_reads_namespaces_and_skips_wildcards(tmp_path):
     assert nodes_in_config(str(path)) == ([("/robot1", "dyn_controller")], [])
 
 
+def test_bringup_starts_wildcard_and_namespaced_entries(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("/**/dyn_controller:\n  ros__parameters:\n    rate_hz: 500.0\n"
+                    "/robot1/dyn_controller:\n  ros__parameters:\n    gains: {kp: 100.0}\n"
+                    "/robot2/dyn_controller:\n  ros__parameters:\n    gains: {kp: 200.0}\n"
+                    "/**/dyn_simulator:\n  ros__parameters:\n    rate_hz: 500.0\n")
+    # the controllers where their entries name them, the simulator (wildcard alone) in --namespace
+    assert nodes_in_config(str(path)) == ([("/robot1", "dyn_controller"), ("/robot2", "dyn_controller"),
+                                           ("/", "dyn_simulator")], [])
+
+
+@pytest.mark.parametrize("text, namespace, words", [
+    ("dyn_controller:\n  ros__parameters:\n    rate_hz: 500.0\n", "/robot1", "key it /**/dyn_controller"),
+    ("/*/dyn_controller:\n  ros__parameters:\n    rate_hz: 500.0\n", "/", "applies to none of the nodes"),
+    ("/robot2/dyn_controller:\n  ros__parameters:\n    rate_hz: 500.0\n", "/robot1", "outside the namespace"),
+])
+def test_bringup_refuses_entries_that_would_not_apply(tmp_path, text, namespace, words):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(param_files.ParameterFileError, match=re.escape(words)):
+        nodes_in_config(str(path), namespace)
+
+
 def test_controller_yaml_drives_the_same_joints():
-    with open(os.path.join(config_dir(), "controller.yaml")) as f:
-        tree = yaml.safe_load(f)
-    joints = tree["dyn_controller"]["ros__parameters"]["joints"]
-    assert tree["effort_controller"]["ros__parameters"]["joints"] == joints
+    entries = param_files.load(os.path.join(config_dir(), "controller.yaml"))
+    joints = dyn_controller_parameters("controller.yaml")["joints"]
+    assert param_files.merged(param_files.applying(entries, "/effort_controller"))["joints"] == joints
     assert joints == list(dc.load_urdf(dc.bundled_urdf("arm7")).joint_names)
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_configs_command_the_joints_their_forward_controller_drives(name):
+@pytest.mark.parametrize("namespace", ["/", "/robot1"])
+def test_configs_command_the_joints_their_forward_controller_drives(name, namespace):
     path = os.path.join(config_dir(), name)
-    with open(path) as f:
-        parameters = yaml.safe_load(f)["dyn_controller"]["ros__parameters"]
-    check_forward_controller_joints(parameters.get("command_topic", "/effort_controller/commands"),
-                                    parameters.get("joints", []) or ["(every joint)"], [])
+    parameters = dyn_controller_parameters(name)
+    topic = parameters.get("command_topic", "effort_controller/commands")
+    assert not topic.startswith("/"), "a relative command topic: the forward controller of the same namespace"
+    check_forward_controller_joints(topic, parameters.get("joints", []) or ["(every joint)"], [], namespace)
     if parameters.get("joints"):
-        check_forward_controller_joints(parameters.get("command_topic", "/effort_controller/commands"),
-                                        parameters["joints"], [path])
+        check_forward_controller_joints(topic, parameters["joints"], [path], namespace)
+        with pytest.raises(ValueError, match="same joints, same order"):
+            check_forward_controller_joints(topic, parameters["joints"][::-1], [path], namespace)
 
 
-@pytest.mark.parametrize("name, topic, joints", [("franka.yaml", "/franka/joint_states", 7),
-                                                 ("ur.yaml", "/joint_states", 6)])
+@pytest.mark.parametrize("name, topic, joints", [("franka.yaml", "franka/joint_states", 7),
+                                                 ("ur.yaml", "joint_states", 6)])
 def test_hardware_configs_leave_gravity_to_the_robot(name, topic, joints):
-    with open(os.path.join(config_dir(), name)) as f:
-        parameters = yaml.safe_load(f)["dyn_controller"]["ros__parameters"]
+    parameters = dyn_controller_parameters(name)
     assert parameters["gravity_compensation"] == "robot"
-    assert parameters.get("joint_states_topic", "/joint_states") == topic
+    assert parameters.get("joint_states_topic", "joint_states") == topic
     assert len(parameters["joints"]) == joints
-    controller.check_values({"gains.kp": [parameters["gains"]["kp"]], "gains.kd": [parameters["gains"]["kd"]],
+    controller.check_values({"gains.kp": [parameters["gains.kp"]], "gains.kd": [parameters["gains.kd"]],
                              "gravity_compensation": "robot"})
 
 
@@ -126,8 +158,14 @@ def test_a_forward_controller_with_other_joints_is_refused(tmp_path):
     path.write_text("effort_controller:\n  ros__parameters:\n    joints: [a, c, b]\n")
     check_forward_controller_joints("/effort_controller/commands", ["a", "c", "b"], [str(path)])
     check_forward_controller_joints("/other_controller/commands", ["a", "b", "c"], [str(path)])
-    with pytest.raises(ValueError, match=r"joints: effort_controller in .* commands the joints \['a', 'c', 'b'\]"):
+    with pytest.raises(ValueError, match=r"joints: /effort_controller in .* commands the joints \['a', 'c', 'b'\]"):
         check_forward_controller_joints("/effort_controller/commands", ["a", "b", "c"], [str(path)])
+    # a relative topic resolves in the controller's namespace: robot2's forward controller, not robot1's
+    path.write_text("/robot1/effort_controller:\n  ros__parameters:\n    joints: [a, c, b]\n"
+                    "/robot2/effort_controller:\n  ros__parameters:\n    joints: [a, b, c]\n")
+    check_forward_controller_joints("effort_controller/commands", ["a", "b", "c"], [str(path)], "/robot2")
+    with pytest.raises(ValueError, match="/robot1/effort_controller"):
+        check_forward_controller_joints("effort_controller/commands", ["a", "b", "c"], [str(path)], "/robot1")
     assert parameter_files(["x", "--ros-args", "--params-file", str(path), "-r", "a:=b"]) == [str(path)]
 
 

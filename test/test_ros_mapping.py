@@ -33,7 +33,7 @@ TRACKING_START = 1.0     # [s] after the first ~/desired: the start transient of
 RECOVERY = 1.0           # [s] after the push until the tracking error is counted again
 SETTLING = 0.5           # [s] after the push's onset until the force estimate is compared
 CONFIG_VALUES = yaml.safe_load(open(CONFIG))
-RATE_HZ = CONFIG_VALUES["dyn_simulator"]["ros__parameters"]["rate_hz"]
+RATE_HZ = CONFIG_VALUES["/**/dyn_simulator"]["ros__parameters"]["rate_hz"]
 
 
 def _push_interval(run):
@@ -64,7 +64,7 @@ def test_active_joints_track_the_sine(run):
           f"joint4 {rms[1]:.2e} rad")
     assert np.all(rms < 1e-3), rms
     # the reference really moves: the desired positions span the configured amplitudes
-    config = CONFIG_VALUES["dyn_controller"]["ros__parameters"]["reference"]
+    config = CONFIG_VALUES["/**/dyn_controller"]["ros__parameters"]["reference"]
     span = np.ptp(run.values("desired", 0), axis=0)
     np.testing.assert_allclose(span, 2 * np.array(config["amplitude"]), rtol=0.02)
 

@@ -1,6 +1,6 @@
 """dyn-control: start the package's nodes without ros2 launch.
 
-    dyn-control bringup CONFIG.yaml [--duration S]
+    dyn-control bringup CONFIG.yaml [--duration S] [--namespace NS]
     dyn-control demo [--robot arm|five_bar] [--duration S] [--output DIR]
     dyn-control compile
 
@@ -14,8 +14,12 @@ process that dies is reported and ends the bringup with exit code 1; a node that
 error on /diagnostics (a simulator that diverged, a loop stopped by an exception: FatalReports) makes
 it exit with code 3 at the end (the run goes on: the diverged robot is held). The file reaches the nodes
 through rcl's own parser (`--ros-args --params-file CONFIG.yaml`), so wildcards (`/**`) and
-namespaces behave as under ros2 launch. Entries for other nodes (e.g. a controller_manager) are
-skipped.
+namespaces behave as under ros2 launch: an entry `/robot1/dyn_controller:` starts that node in
+/robot1, `/**/dyn_controller:` applies to all of them and starts one in --namespace (default /)
+when no entry names its namespace. Before any node starts, the file is checked as the nodes would
+check it (check_config): a file rcl cannot read, a parameter a node does not have, a wrong type
+or a value out of range end the bringup with exit code 2 and one line naming the problem. Entries
+for other nodes (e.g. a controller_manager) are skipped.
 
 demo is bringup of the bundled config/demo.yaml (7-DoF arm, builtin simulator, sine reference, a
 10 N force at the tool between 3 s and 6 s) with a live status line and, at the end, a plot of
@@ -40,7 +44,7 @@ import tempfile
 import threading
 import time
 
-import yaml
+from . import param_files
 
 NODE_TYPES = {"dyn_controller": "controller", "dyn_simulator": "simulator"}
 STATUS_PERIOD = 0.25     # [s] between status-line updates
@@ -67,40 +71,109 @@ FAST_ANNOUNCEMENTS_PROFILE = f"""<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def nodes_in_config(path):
-    """[(namespace, name)] of the dyn_control nodes a parameter file configures, and the names of
-    the other nodes it holds."""
-    with open(path) as f:
-        tree = yaml.safe_load(f) or {}
-    if not isinstance(tree, dict):
-        raise ValueError(f"{path}: not a ROS 2 parameter file (expected `node_name: ros__parameters: ...`)")
+def nodes_in_config(path, namespace="/"):
+    """[(namespace, name)] of the dyn_control nodes to start for the parameter file at `path`, and
+    the keys of the entries for other nodes (param_files.load: a ParameterFileError says why a file
+    is unreadable). A node's entry keyed with a namespace (`/robot1/dyn_controller`, or nested
+    `robot1: dyn_controller:`) or none (`dyn_controller:`) starts that node there; an entry with
+    wildcards (`/**/dyn_controller`) applies to every such node, and starts one in `namespace` when
+    no entry names a place for it. A ParameterFileError when an entry would apply to none of the
+    nodes started, or names a place outside `namespace` (when one is given)."""
+    entries = param_files.load(path)
     found, others = [], []
-
-    def walk(prefix, subtree):
-        for key, value in subtree.items():
-            if not isinstance(value, dict):
-                continue
-            full = f"{prefix}/{str(key).strip('/')}"
-            if "ros__parameters" in value:
-                namespace, _, name = full.rpartition("/")
-                if name in NODE_TYPES:
-                    found.append((namespace or "/", name))
-                elif name != "**":
-                    others.append(full)
-            else:
-                walk(full, value)
-
-    walk("", tree)
+    for entry in entries:
+        if entry.node_name in NODE_TYPES:
+            place = (entry.namespace, entry.node_name)
+            if not entry.has_wildcards and place not in found:
+                found.append(place)
+        elif entry.names_the_node:
+            others.append(entry.key)
+    for name in NODE_TYPES:
+        if any(e.node_name == name for e in entries) and not any(n == name for _, n in found):
+            found.append((namespace, name))
+    started = [param_files.node_name(*place) for place in found]
+    for entry in entries:
+        if entry.node_name not in NODE_TYPES:
+            continue
+        if namespace != "/" and not entry.has_wildcards and entry.namespace != namespace:
+            raise param_files.ParameterFileError(
+                f"{path}: the entry {entry.key} is for a node outside the namespace {namespace}: key it "
+                f"/**/{entry.node_name} to apply in any namespace")
+        if not any(entry.applies_to(node) for node in started):
+            raise param_files.ParameterFileError(
+                f"{path}: the entry {entry.key} applies to none of the nodes to start ({', '.join(started)}): "
+                "start them in a namespace it matches (--namespace)")
     return found, others
 
 
-def bringup(config, duration=None, monitor=None):
+def check_config(path, namespace="/"):
+    """The nodes to start and the other entries of parameter file `path` (nodes_in_config), after
+    checking, before any node starts, what the nodes would refuse: the file as rcl reads it, and
+    for each node every parameter its entries set (a name it does not have, with the nearest one;
+    a wrong type; a value outside its range). A ParameterFileError (one line) says what is wrong."""
+    found, others = nodes_in_config(path, namespace)
+    _check_with_rcl(path)
+    from . import params
+    from .closed_chain import PARAMETER_PREFIX
+    from .controller import PARAMETERS as CONTROLLER
+    from .simulator import PARAMETERS as SIMULATOR
+    tables = {"controller": CONTROLLER, "simulator": SIMULATOR}
+    entries = param_files.load(path)
+    for place in found:
+        node = param_files.node_name(*place)
+        mine = param_files.applying(entries, node)
+        own = {name for entry in mine if entry.names_the_node for name in entry.parameters}
+        try:
+            params.check_file_values(tables[NODE_TYPES[place[1]]], param_files.merged(mine), own, (PARAMETER_PREFIX,))
+        except ValueError as error:
+            raise param_files.ParameterFileError(f"{path}: {node}: {error}") from None
+    return found, others
+
+
+def _check_with_rcl(path):
+    """A ParameterFileError with rcl's reason when rcl's parser refuses the file (a node process
+    would die of it at its start), rcl's own error log kept off the terminal."""
+    import rclpy
+    from rclpy.impl.implementation_singleton import rclpy_implementation
+    from rclpy.signals import SignalHandlerOptions
+    context = rclpy.Context()
+    try:
+        with _stderr_silenced():
+            rclpy.init(args=["--ros-args", "--params-file", path], context=context,
+                       signal_handler_options=SignalHandlerOptions.NO)
+    except rclpy_implementation.RCLError as error:
+        reason = (str(error).partition("Error: ")[2] or str(error)).split(", at /")[0]
+        raise param_files.ParameterFileError(f"{path}: rcl cannot read it: {reason}") from None
+    rclpy.try_shutdown(context=context)
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Within: file descriptor 2 goes to /dev/null (rcl logs there directly)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def bringup(config, duration=None, monitor=None, namespace="/"):
     """Run the dyn_control nodes of parameter file `config`, each in its own process, for
-    `duration` seconds after activation (None: until Ctrl-C or SIGTERM). monitor (optional): an
-    object with start(node) (an rclpy node of this process to subscribe with), status(phase,
-    elapsed) called every STATUS_PERIOD from its own thread, and stop(). Returns an exit code."""
+    `duration` seconds after activation (None: until Ctrl-C or SIGTERM); nodes keyed by wildcards
+    alone start in `namespace`. monitor (optional): an object with start(node) (an rclpy node of
+    this process to subscribe with), status(phase, elapsed) called every STATUS_PERIOD from its own
+    thread, and stop(). Returns an exit code; 2, with one line saying why, for a file the nodes
+    would refuse (check_config) or without dyn_control nodes."""
     from .stop_flag import StopFlag
-    found, others = nodes_in_config(config)
+    try:
+        found, others = check_config(config, namespace)
+    except param_files.ParameterFileError as error:
+        print(f"bringup: {error}", file=sys.stderr)
+        return 2
     if not found:
         print(f"{config}: no dyn_control node ({', '.join(NODE_TYPES)}) in this file", file=sys.stderr)
         return 2
@@ -109,7 +182,7 @@ def bringup(config, duration=None, monitor=None):
     stop = StopFlag()
     previous = {number: signal.signal(number, stop.raise_) for number in (signal.SIGINT, signal.SIGTERM)}
     # the node processes first: their imports (about a second) overlap this process's
-    children = [_NodeProcess(namespace, name, config) for namespace, name in found]
+    children = [_NodeProcess(place, name, config) for place, name in found]
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
@@ -347,6 +420,8 @@ def main(argv=None):
     up.add_argument("config", help="parameter YAML (node_name: ros__parameters: ...)")
     up.add_argument("--duration", type=float, default=None, help="seconds to run after activation "
                     "(default: until Ctrl-C)")
+    up.add_argument("--namespace", default="/", help="namespace of the nodes keyed by wildcards "
+                    "(/**/dyn_controller:); default /")
     commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (once, ahead of a "
                         "first configure)")
     commands.add_parser("faults", help="the controller under injected faults (outages of its joint states, a "
@@ -365,7 +440,7 @@ def main(argv=None):
     if args.command == "bringup":
         if not os.path.isfile(args.config):
             parser.error(f"no such file: {args.config}")
-        return bringup(os.path.abspath(args.config), args.duration)
+        return bringup(os.path.abspath(args.config), args.duration, namespace="/" + args.namespace.strip("/"))
     if args.command == "compile":
         return compile_kernels()
     if args.command == "faults":

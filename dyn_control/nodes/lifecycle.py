@@ -13,7 +13,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
-from . import params, preload, qos
+from . import param_files, params, preload, qos
 from .stop_flag import StopFlag
 
 
@@ -82,13 +82,20 @@ def spin(node_class, args=None):
     is deactivated first (the controller publishes its safe command while the ROS context still
     stands), then the node and the context are shut down; exit code 0, at once even while a
     transition (a first configure) still runs. rclpy's own signal handler is not installed: it
-    would invalidate the context before the safe command goes out."""
+    would invalidate the context before the safe command goes out. A Ctrl-C in the terminal of
+    `ros2 launch` reaches a node twice (from the terminal and forwarded by launch): signals after
+    the first only raise the flag again, and once the node is down they are ignored, since Python's
+    exit restores the default handlers, and a signal in the last milliseconds of the interpreter
+    would end a clean stop as a crash (exit code -2).
+
+    The node logs which entries of its parameter files apply to it, and warns when none does."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = StopFlag()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, stop.raise_)
     node = node_class()
     node.preload_kernels()
+    params.report_parameter_files(node, param_files.files_in(sys.argv if args is None else args))
     executor = MultiThreadedExecutor()
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
@@ -112,6 +119,8 @@ def spin(node_class, args=None):
     spinner.join(1.0)
     node.destroy_node()
     rclpy.try_shutdown()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)     # kept through the interpreter's exit
 
 
 def _autostart(node, stop):

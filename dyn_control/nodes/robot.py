@@ -1,12 +1,13 @@
 """The robot model of a node, from its robot_description / urdf_path parameters."""
 import os
+import sys
 
 import numpy as np
-import yaml
 
 from ..robots import config_dir
 from .params import Param
 from ..urdf import load_urdf
+from . import param_files
 
 
 def resolve_path(path):
@@ -74,28 +75,30 @@ def per_joint(name, values, n, default=None):
 
 def parameter_files(argv):
     """The files of every `--params-file FILE` in a command line (what ros2 launch and bringup pass)."""
-    return [argv[k + 1] for k in range(len(argv) - 1) if argv[k] == "--params-file"]
+    return param_files.files_in(argv)
 
 
-def check_forward_controller_joints(command_topic, joints, files):
+def check_forward_controller_joints(command_topic, joints, files, namespace=None):
     """ValueError when a parameter file of `files` configures the ros2_control controller that
-    listens on `command_topic` (`/<name>/commands`) with other joints, or another order, than
-    `joints` (the command array's order)."""
-    parts = command_topic.strip("/").split("/")
+    listens on `command_topic` (`<name>/commands`, resolved in `namespace`) with other joints, or
+    another order, than `joints` (the command array's order). namespace None: the one this
+    process's command line gives its node (`-r __ns:=NS`, as ros2 launch and bringup pass it)."""
+    if namespace is None:
+        namespace = param_files.namespace_in(sys.argv)
+    topic = command_topic if command_topic.startswith("/") else param_files.node_name(namespace, command_topic)
+    parts = topic.strip("/").split("/")
     if len(parts) < 2 or parts[-1] != "commands":
         return
-    name = parts[-2]
+    controller = "/" + "/".join(parts[:-1])    # the forward controller's node: the topic's namespace
     for path in files:
         try:
-            with open(path) as f:
-                tree = yaml.safe_load(f) or {}
-        except (OSError, yaml.YAMLError):
+            entries = param_files.applying(param_files.load(path), controller)
+        except param_files.ParameterFileError:
             continue
-        entry = tree.get(name) or tree.get("/" + name) or {}
-        theirs = (entry.get("ros__parameters") or {}).get("joints") if isinstance(entry, dict) else None
+        theirs = param_files.merged(entries).get("joints")
         if theirs is not None and list(theirs) != list(joints):
-            raise ValueError(f"parameter joints: {name} in {path} commands the joints {list(theirs)}, but this "
-                             f"controller sends efforts for {list(joints)} on {command_topic} (same joints, same "
+            raise ValueError(f"parameter joints: {controller} in {path} commands the joints {list(theirs)}, but this "
+                             f"controller sends efforts for {list(joints)} on {topic} (same joints, same "
                              "order needed)")
 
 

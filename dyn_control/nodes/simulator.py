@@ -76,12 +76,12 @@ PARAMETERS = (
     Param("mapping.name", "", "string", "configure",
           "closed-chain mapping plugin of an equivalent-tree URDF (builtin backend); its keyword arguments "
           "as mapping.parameters.* (empty: a tree robot)"),
-    Param("rate_hz", 1000.0, "number", "configure", "integration and publishing rate [Hz]"),
+    Param("rate_hz", 1000.0, "number", "configure", "integration and publishing rate [Hz]", 1.0, 10000.0),
     Param("joints", [], "strings", "configure", "joints of the command array, in order (empty: all)"),
-    Param("command_topic", "/effort_controller/commands", "string", "configure",
-          "std_msgs/Float64MultiArray of efforts in `joints` order"),
+    Param("command_topic", "effort_controller/commands", "string", "configure",
+          "std_msgs/Float64MultiArray of efforts in `joints` order (relative: in the node's namespace)"),
     Param("command_timeout", 0.1, "number", "live",
-          "hold the last command this long [s], then command_timeout_action"),
+          "hold the last command this long [s], then command_timeout_action", 0.001, 60.0),
     Param("command_timeout_action", "brake", "string", "live",
           "when the commands time out: brake (lock every joint where it is, as Franka and UR arms do, until "
           "a command comes again) | zero (zero effort: the arm falls)"),
@@ -107,7 +107,7 @@ PARAMETERS = (
           "CPU the simulation thread is pinned to (-2: no pinning; on a 2-core machine 0 leaves the last "
           "CPU to the controller's loop)"),
     Param("max_catch_up", 5, "integer", "configure",
-          "periods the loop may fall behind and catch up back to back; beyond, the backlog is dropped"),
+          "periods the loop may fall behind and catch up back to back; beyond, the backlog is dropped", 0, 1000),
     Param("external_wrench.schedule.start", [], "numbers", "configure", "start times [s] of scheduled wrenches"),
     Param("external_wrench.schedule.end", [], "numbers", "configure", "end times [s]"),
     Param("external_wrench.schedule.frame", [], "strings", "configure", "link whose origin each wrench acts at"),
@@ -350,7 +350,7 @@ class SimulatorNode(LoopNode):
         c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN,
                                                ring_capacity=qos.COMMAND_RING_CAPACITY)
         c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
-        c.joint_pub = self.create_lifecycle_publisher(JointState, "/joint_states", qos.STATE)
+        c.joint_pub = self.create_lifecycle_publisher(JointState, "joint_states", qos.STATE)
         c.applied_pub = self.create_lifecycle_publisher(WrenchStamped, "~/applied_wrench", qos.STATE)
         nv = model.nv
         joint_state = JointState(name=list(model.actuated_joints), position=markers(nv),

@@ -1,0 +1,83 @@
+"""Ctrl-C in the terminal of `ros2 launch` (issue 22.3): SIGINT reaches each node process twice,
+from the terminal (the whole process group) and forwarded by launch, milliseconds apart.
+
+Controller and simulator run as `ros2 run` / launch runs them (`python -m dyn_control.nodes.<node>`
+with autostart), each in a process group of its own; once commands flow, SIGINT goes to both
+groups twice, `gap` seconds apart (the second one lands during the clean stop, or in the
+interpreter's exit after it). Both processes must exit with code 0 and no traceback, and the last
+command recorded here (reliable, every message kept, with its DDS source timestamp) must have been
+published after the first signal (the command the controller publishes as it deactivates) and be
+finite. (Each node's start-up log names the entry of its parameter file that applied to it.)
+"""
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import rclpy
+import ros_harness  # noqa: F401  (this process's own ROS domain, inherited by the node processes)
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Float64MultiArray
+
+import dyn_control as dc
+from dyn_control.nodes import qos
+from ros_harness import write_parameter_file
+
+pytestmark = pytest.mark.ros
+
+URDF = dc.bundled_urdf("arm7")
+EVERY_MESSAGE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10000, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def start(kind, params):
+    return subprocess.Popen([sys.executable, "-m", f"dyn_control.nodes.{kind}", "--ros-args", "--params-file", params],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("gap", [0.005, 0.15])
+def test_a_second_sigint_during_a_clean_stop_is_no_crash(tmp_path, gap):
+    params = write_parameter_file(tmp_path / "params.yaml", {
+        "/**/dyn_controller": {"urdf_path": URDF, "autostart": True, "reference.type": "sine",
+                               "reference.amplitude": 0.2},
+        "/**/dyn_simulator": {"urdf_path": URDF, "autostart": True}})
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("ctrl_c_watcher", context=context)
+    commands = qos.PolledSubscription(node, Float64MultiArray, "/effort_controller/commands", EVERY_MESSAGE)
+    processes = [start("controller", params), start("simulator", params)]
+    received = []          # (source timestamp [ns], command)
+
+    def drain():
+        while (taken := commands.take_with_info()) is not None:
+            received.append((taken[1]["source_timestamp"], list(taken[0].data)))
+    try:
+        deadline = time.monotonic() + 120.0
+        while len(received) < 300 and time.monotonic() < deadline:
+            drain()
+            time.sleep(0.05)
+        assert len(received) >= 300, "the loop never closed"
+        signalled = time.time_ns()
+        for _ in range(2):
+            for process in processes:
+                os.killpg(process.pid, signal.SIGINT)
+            time.sleep(gap)
+        outputs = [process.communicate(timeout=30.0)[0] for process in processes]
+        time.sleep(0.2)
+        drain()
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    for process, output, name in zip(processes, outputs, ("dyn_controller", "dyn_simulator")):
+        assert process.returncode == 0, f"exit code {process.returncode}:\n{output}"
+        assert "Traceback" not in output, output
+        # at start-up each node said which entry of its file applied (issue 22.1)
+        assert f"1 entry applied: /**/{name} (" in output, output
+    last_time, last = max(received, key=lambda r: r[0])
+    assert last_time > signalled, "no command published after the signal (the one of the deactivation)"
+    assert all(math.isfinite(x) for x in last), last
