@@ -86,6 +86,10 @@ class Injector:
         self.gradients = qos.PolledSubscription(self.node, Float64MultiArray, "/dyn_controller/parameter_gradient",
                                                 qos.recording(100))
         self.labels = qos.PolledSubscription(self.node, String, "/dyn_controller/parameter_labels", qos.LATCHED)
+        self.joint_gradient = qos.PolledSubscription(self.node, Float64MultiArray, "/dyn_controller/joint_gradient",
+                                                     qos.recording(100))
+        self.joint_labels = qos.PolledSubscription(self.node, String, "/dyn_controller/joint_gradient_labels",
+                                                   qos.LATCHED)
         self.diagnostics = qos.PolledSubscription(self.node, DiagnosticArray, "/diagnostics", qos.recording(100))
         self.parameters = AsyncParameterClient(self.node, "dyn_controller")
         self.message = None
@@ -398,6 +402,7 @@ def test_parameter_gradient_matches_the_regressor(active):
     _, injector = active
     time.sleep(WINDOW / 200.0 + 0.2)
     drain(injector.gradients)
+    drain(injector.joint_gradient)
     msg = next_message(injector.gradients)
     Y = pin.computeJointTorqueRegressor(PIN_MODEL, PIN_DATA, Q, V, np.zeros(7))
     Y = Y.reshape(7, 7, 10)[:, :, OURS_FROM_PIN_PARAM].reshape(7, 70)
@@ -407,6 +412,14 @@ def test_parameter_gradient_matches_the_regressor(active):
     labels = injector.labels.take()
     assert labels is not None and labels.data.split("\n")[:2] == ["arm7_link1/m", "arm7_link1/hx"]
     assert len(labels.data.split("\n")) == 70
+    # the joint terms' block (zero in this model): -WINDOW y_i r_i, y_i = [a, v, tanh(v / v_s)], a = 0
+    joint = next_message(injector.joint_gradient)
+    y = np.stack([np.zeros(7), V, np.tanh(V / 1e-3)], axis=1)
+    np.testing.assert_allclose(np.array(joint.data), (-WINDOW * y * residual[:, None]).reshape(-1), rtol=1e-9,
+                               atol=1e-9)
+    joint_labels = injector.joint_labels.take()
+    assert joint_labels is not None and joint_labels.data.split("\n")[:3] == [
+        "arm7_joint1/armature", "arm7_joint1/viscous", "arm7_joint1/coulomb"]
 
 
 def wait_for_diagnostic(injector, accept, timeout=2.5):

@@ -279,6 +279,55 @@ def test_gradient_over_the_sliding_window_is_pinocchio_regressor_sum():
     np.testing.assert_allclose(tick.f.gradient, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
 
 
+def test_gradients_with_joint_terms_against_central_differences_of_the_window_loss():
+    """With joint terms in the model: L(phi, theta) = 1/2 sum_k |tau_k - rnea_k - I_a a_k - F_v v_k -
+    F_c tanh(v_k / v_s)|^2 over the window (Pinocchio's rnea with armature; tau_k the efforts fed),
+    its gradients by central differences in theta (every joint term) and phi (every inertial
+    parameter) against the tick's joint_gradient and gradient."""
+    rng = np.random.default_rng(13)
+    window = 12
+    q, v, effort = trajectory(rng, 30)
+    model = MODEL.with_joint_dynamics(ARMATURE, VISCOUS, COULOMB)
+    tick = T.ControllerTick(model, np.arange(NV), FRAME, window)
+    tick.f.observer_gain[:] = GAIN
+    tick.s[T.S_CUTOFF_HZ], tick.s[T.S_DT] = CUTOFF, DT
+    feed(tick, q[0], v[0], effort[0], reset=True)
+    for k in range(1, len(q)):
+        feed(tick, q[k], v[k], effort[k])
+    tick.s[T.S_WANT_GRADIENT] = 1.0
+    tick.tick()
+    samples = tick.window_samples()
+    pin_model = pin.buildModelFromUrdf(URDF)
+    pin_data = pin_model.createData()
+    phi0 = MODEL.inertial_parameters()
+
+    def loss(phi, theta):
+        pin_model.armature = theta[:, 0].copy()
+        for body in range(NV):
+            pin_model.inertias[body + 1] = pin.Inertia.FromDynamicParameters(
+                phi[10 * body:10 * body + 10][np.argsort(OURS_FROM_PIN_PARAM)])
+        total = 0.0
+        for k, (q_k, v_k, a_k, _) in enumerate(samples):
+            tau = effort[len(q) - window + k]
+            r = tau - pin.rnea(pin_model, pin_data, q_k, v_k, a_k) - theta[:, 1] * v_k - theta[:, 2] * np.tanh(v_k / V_S)
+            total += 0.5 * r @ r
+        return total
+    theta0 = np.stack([ARMATURE, VISCOUS, COULOMB], axis=1)
+    h = 1e-6
+    expected = np.zeros(3 * NV)
+    for j in range(3 * NV):
+        step = np.zeros(3 * NV)
+        step[j] = h
+        expected[j] = (loss(phi0, theta0 + step.reshape(NV, 3)) - loss(phi0, theta0 - step.reshape(NV, 3))) / (2 * h)
+    np.testing.assert_allclose(tick.f.joint_gradient, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+    expected = np.zeros(phi0.size)
+    for j in range(phi0.size):
+        step = np.zeros(phi0.size)
+        step[j] = h
+        expected[j] = (loss(phi0 + step, theta0) - loss(phi0 - step, theta0)) / (2 * h)
+    np.testing.assert_allclose(tick.f.gradient, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
 def test_twist_gradient_against_central_differences_of_the_window_loss():
     rng = np.random.default_rng(6)
     window = 10

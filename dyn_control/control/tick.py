@@ -36,7 +36,9 @@ and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on the
    with the gravity compensated by the robot, g(q) is left out of all three; a non-finite result
    falls back to the held torque, then to zero; the result is clamped to the effort limits, zero on
    the joints not controlled, and changes by at most max_step per tick (safety.rate_limit);
-4. on request, the wrench at the estimator's frame, w = (J J^T + d^2 I)^-1 J r, and the gradients.
+4. on request, the wrench at the estimator's frame, w = (J J^T + d^2 I)^-1 J r, and the gradients:
+   the inertial parameters' (above) and the joint terms' (armature, viscous, Coulomb per joint,
+   dL/dtheta from their own window sums, _joint_window), and the joint twists'.
 
 Flags and scalars are the entries of `s` (indices S_*). A tick allocates nothing.
 """
@@ -47,7 +49,8 @@ from numba import njit
 
 from ..kernels.coriolis import coriolis_matrix
 from ..kernels.crba import crba
-from ..kernels.joint_terms import ARMATURE, add_armature_torque, add_friction_torque, add_joint_torque, friction
+from ..kernels.joint_terms import (ARMATURE, add_armature_torque, add_friction_torque, add_joint_torque, friction,
+                                   smooth_sign)
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
 from ..kernels.packed import Packed, copy_model, field1, field2, field3, field4, field_indices
 from ..kernels.regressor import regressor
@@ -99,6 +102,10 @@ def float_fields(nb, nv, window, ncontrolled):
         # offsets, the previous command and the largest change of a command per tick
         ("q_r", (nv,)), ("v_r", (nv,)), ("a_r", (nv,)), ("offset_q", (nv,)), ("offset_v", (nv,)),
         ("tau_prev", (nv,)), ("max_step", (nv,)),
+        # the joint terms' gradient window: per sample and joint y = [a, v, sgn_s(v)] and the applied
+        # torque less the rigid bodies' (kernels/joint_terms.py), and their running sums
+        ("joint_ring", (window, nv, 4)), ("joint_sum_yy", (nv, 3, 3)), ("joint_sum_yr", (nv, 3)),
+        ("joint_gradient", (3 * nv,)),
     ]
 
 
@@ -115,7 +122,7 @@ _I = field_indices(int_fields(1, 1))
  SAMPLES, SUM_YY, SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP,
  OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
  ETA_POSE, DTAU_DETA, J_, A_, G_, ZERO, F_EXT_ZERO, SCRATCH, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV,
- MAX_STEP) = range(len(_F))
+ MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT) = range(len(_F))
 PARENTS, SUBTREE_END, PATH, CONTROLLED, DIMS = range(len(_I))
 
 
@@ -198,7 +205,7 @@ class ControllerTick(TickBuffers):
     model: a tree Model (no mimic coupling); controlled: indices of the controlled coordinates (the
     order of `command`); frame: the estimator's frame; window: samples in the gradient window."""
 
-    WINDOW_SUMS = ("sum_YY", "sum_Yt", "twist_sum")
+    WINDOW_SUMS = ("sum_YY", "sum_Yt", "twist_sum", "joint_sum_yy", "joint_sum_yr")
 
     def __init__(self, model, controlled, frame, window):
         if model.coupling is not None:
@@ -393,6 +400,17 @@ def controller_tick(f, fo, ints, io):
             for b in range(npar):
                 total += (sum_YY[a, b] if a <= b else sum_YY[b, a]) * flat_phi[b]
             gradient[a] = total
+        # the joint terms' block: dL/dtheta_i = sum_yy_i theta_i - sum_yr_i (_joint_window)
+        joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)
+        sum_yy_j = field3(f, fo, JOINT_SUM_YY, nv, 3, 3)
+        sum_yr_j = field2(f, fo, JOINT_SUM_YR, nv, 3)
+        joint_gradient = field1(f, fo, JOINT_GRADIENT, 3 * nv)
+        for i in range(nv):
+            for m in range(3):
+                total = -sum_yr_j[i, m]
+                for n in range(3):
+                    total += sum_yy_j[i, m, n] * joint_terms[i, n]
+                joint_gradient[3 * i + m] = total
     if s[S_WANT_TWIST] != 0.0:
         field1(f, fo, TWIST_GRADIENT, 6 * nb)[:] = field1(f, fo, TWIST_SUM, 6 * nb)
 
@@ -468,6 +486,8 @@ def _reset_estimators(f, fo, ints, io):
     field1(f, fo, SUM_YY, 100 * nb * nb)[:] = 0.0
     field1(f, fo, SUM_YT, 10 * nb)[:] = 0.0
     field1(f, fo, TWIST_SUM, 6 * nb)[:] = 0.0
+    field1(f, fo, JOINT_SUM_YY, 9 * nb)[:] = 0.0
+    field1(f, fo, JOINT_SUM_YR, 3 * nb)[:] = 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -586,6 +606,9 @@ def _estimators_step(f, fo, ints, io, dt):
     samples[slot, 2] = a
     samples[slot, 3] = tau_rigid
     _window_sums_add(Y, tau_rigid, subtree_end, 1.0, sum_YY, sum_Yt)
+    _joint_window(Y, field1(f, fo, PHI, npar), subtree_end, v, a, tau_applied,
+                  field3(f, fo, JOINT_RING, window, nv, 4)[slot], full, field3(f, fo, JOINT_SUM_YY, nv, 3, 3),
+                  field2(f, fo, JOINT_SUM_YR, nv, 3))
     if s[S_TWIST] != 0.0:
         twist_ring = field2(f, fo, TWIST_RING, window, 6 * nb)
         twist_sum = field1(f, fo, TWIST_SUM, 6 * nb)
@@ -616,6 +639,30 @@ def _estimators_step(f, fo, ints, io, dt):
     s[S_NEXT] = (slot + 1) % window
     s[S_COUNT] = min(s[S_COUNT] + 1.0, window)
     return True
+
+
+@njit(cache=True, nogil=True)
+def _joint_window(Y, flat_phi, subtree_end, v, a, tau_applied, slot, full, sum_yy, sum_yr):
+    """The joint terms' window: the sample leaving `slot` (when the window is full) out of the sums,
+    this one in: per joint i, y_i = [a_i, v_i, sgn_s(v_i)] (the joint regressor's row) and r_i =
+    tau_applied_i - (Y phi)_i, the torque the rigid bodies do not explain; sum_yy_i += y_i y_i^T,
+    sum_yr_i += y_i r_i, so that with L = 1/2 sum_k |tau_k - Y_k phi - y_k theta|^2,
+    dL/dtheta_i = sum_yy_i theta_i - sum_yr_i."""
+    for i in range(v.shape[0]):
+        if full:
+            for m in range(3):
+                sum_yr[i, m] -= slot[i, m] * slot[i, 3]
+                for n in range(3):
+                    sum_yy[i, m, n] -= slot[i, m] * slot[i, n]
+        rigid = 0.0
+        for c in range(10 * i, 10 * (subtree_end[i] + 1)):
+            rigid += Y[i, c] * flat_phi[c]
+        slot[i, 0], slot[i, 1], slot[i, 2] = a[i], v[i], smooth_sign(v[i])
+        slot[i, 3] = tau_applied[i] - rigid
+        for m in range(3):
+            sum_yr[i, m] += slot[i, m] * slot[i, 3]
+            for n in range(3):
+                sum_yy[i, m, n] += slot[i, m] * slot[i, n]
 
 
 @njit(cache=True, nogil=True)

@@ -34,6 +34,7 @@ from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.adaptation import InertialAdaptation
 from ..control.computed_torque import SAFE_MODES
 from ..control.trajectory import Trajectory, from_message
+from ..model import JOINT_PARAMETER_NAMES
 from . import params, preload, qos
 from .closed_chain import PARAMETER_PREFIX, node_mapping
 from .inputs import ACCEPTED, JointStateReader, reference_from_point, stamp_ns
@@ -295,6 +296,8 @@ class ControllerNode(LoopNode):
         c.labels_pub = self.create_publisher(String, "~/parameter_labels", qos.LATCHED)
         c.twist_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/twist_gradient", qos.STATE)
         c.twist_labels_pub = self.create_publisher(String, "~/twist_labels", qos.LATCHED)
+        c.joint_gradient_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/joint_gradient", qos.STATE)
+        c.joint_labels_pub = self.create_publisher(String, "~/joint_gradient_labels", qos.LATCHED)
         c.estimate_pub = self.create_lifecycle_publisher(Float64MultiArray, "~/inertial_parameters", qos.STATE)
         c.joint_states = qos.PolledSubscription(self, JointState, values["joint_states_topic"], qos.SENSOR_DATA,
                                                 ring_capacity=qos.RING_CAPACITY)
@@ -339,12 +342,18 @@ class ControllerNode(LoopNode):
         twist.layout.dim = [MultiArrayDimension(label="joints", size=nb, stride=6 * nb),
                             MultiArrayDimension(label="components", size=6, stride=6)]
         c.twist_raw = RawMessage(twist, {"data": twist.data})
-        for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist"):
+        joint_gradient = Float64MultiArray(data=markers(3 * nv))
+        joint_gradient.layout.dim = [MultiArrayDimension(label="joints", size=nv, stride=3 * nv),
+                                     MultiArrayDimension(label="terms", size=3, stride=3)]
+        c.joint_gradient_raw = RawMessage(joint_gradient, {"data": joint_gradient.data})
+        for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist", "joint_gradient"):
             setattr(c, f"{name}_out", RawPublisher(getattr(c, f"{name}_pub"), getattr(c, f"{name}_raw")))
         c.labels_pub.publish(String(data="\n".join(c.tick_kernel.labels)))
         if c.mapping is None:
             if c.twist_enabled:
                 c.twist_labels_pub.publish(String(data="\n".join(c.tick_kernel.twist_labels)))
+            c.joint_labels_pub.publish(String(data="\n".join(
+                f"{joint}/{term}" for joint in c.model.joint_names for term in JOINT_PARAMETER_NAMES)))
 
     def _warm_up(self):
         """Run the loop's compiled calls once on the loop's own buffers (the tick kernel with every
@@ -369,10 +378,10 @@ class ControllerNode(LoopNode):
         if c is None:
             return
         for name in ("command_pub", "desired_pub", "external_pub", "wrench_pub", "gradient_pub", "twist_pub",
-                     "estimate_pub"):
+                     "estimate_pub", "joint_gradient_pub"):
             if hasattr(c, name):
                 self.destroy_lifecycle_publisher(getattr(c, name))
-        for name in ("labels_pub", "twist_labels_pub"):
+        for name in ("labels_pub", "twist_labels_pub", "joint_labels_pub"):
             if hasattr(c, name):
                 self.destroy_publisher(getattr(c, name))
         if hasattr(c, "joint_states"):
@@ -509,7 +518,8 @@ class ControllerNode(LoopNode):
         t = (c.reader.stamp - c.start_stamp) * 1e-9
         k = c.tick
         publish_phase = k % c.publish_period
-        gradient_phase = k % c.gradient_period if c.gradient_period else -1
+        period = c.gradient_period or 1      # 0: no gradients (the phase never matches)
+        gradient_phase = k % period if c.gradient_period else -1
         s = c.s     # the same flags for a tree's tick and a closed chain's (no twist gradient there)
         trajectory = c.trajectory
         if trajectory is not None:
@@ -519,8 +529,8 @@ class ControllerNode(LoopNode):
             self._apply_point()
         s[T.S_T] = t
         s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
-        s[T.S_WANT_GRADIENT] = gradient_phase == 1 % c.gradient_period and s[T.S_COUNT] > 0
-        s[T.S_WANT_TWIST] = gradient_phase == 3 % c.gradient_period and c.twist_enabled and s[T.S_COUNT] > 0
+        s[T.S_WANT_GRADIENT] = gradient_phase == 1 % period and s[T.S_COUNT] > 0
+        s[T.S_WANT_TWIST] = gradient_phase == 3 % period and c.twist_enabled and s[T.S_COUNT] > 0
         c.tick_kernel.tick()
         s[T.S_NEW_SAMPLE] = 0.0
         s[T.S_RESET] = 0.0
@@ -648,6 +658,9 @@ class ControllerNode(LoopNode):
             return
         c.gradient_raw.views["data"][:] = gradient
         c.gradient_out.publish()
+        if c.mapping is None:
+            c.joint_gradient_raw.views["data"][:] = c.tick_kernel.f.joint_gradient
+            c.joint_gradient_out.publish()
         if c.adaptation is not None and c.s[T.S_COUNT] == c.tick_kernel.window:
             c.adaptation.update(gradient)
             old = c.tick_kernel.model
