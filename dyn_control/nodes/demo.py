@@ -205,15 +205,18 @@ def summary(recorder):
     quiet = (estimate_t >= t[0] + 2e9) & (estimate_t < onset)
     if quiet.any():
         false_force = np.linalg.norm(force[quiet], axis=1)
-        figures["false force mean"], figures["false force max"] = float(false_force.mean()), float(false_force.max())
+        figures["false force mean"], figures["false force p95"], figures["false force max"] = (
+            float(false_force.mean()), float(np.percentile(false_force, 95)), float(false_force.max()))
         print(f"false force (no force applied, from 2 s until the force): mean {false_force.mean():.3f} N, "
-              f"max {false_force.max():.3f} N")
+              f"p95 {figures['false force p95']:.3f} N, max {false_force.max():.3f} N")
     if pushed.size:
         late = (estimate_t >= pushed.min() + 0.5e9) & (estimate_t <= pushed.max())
         if late.any():
             applied = recorder.values("applied_wrench")[np.searchsorted(applied_t, estimate_t[late]), 3:]
             error = np.linalg.norm(force[late] - applied, axis=1)
-            figures["force error mean"], figures["force error max"] = float(error.mean()), float(error.max())
+            figures["force error mean"], figures["force error p95"], figures["force error max"] = (
+                float(error.mean()), float(np.percentile(error, 95)), float(error.max()))
             print(f"force estimate error from 0.5 s after the onset: mean {error.mean():.3f} N, "
-                  f"max {error.max():.3f} N (applied {np.linalg.norm(applied[0]):.1f} N)")
+                  f"p95 {figures['force error p95']:.3f} N, max {error.max():.3f} N "
+                  f"(applied {np.linalg.norm(applied[0]):.1f} N)")
     return figures
