@@ -184,3 +184,24 @@ def test_adaptation_learns_a_payload_in_closed_loop():
     print(f"RMS tracking error: {tracking_before:.4f} rad in the first 2 s (adapting from 1 s on), "
           f"{tracking_after:.4f} rad in the last 2 s")
     assert tracking_after < 0.2 * tracking_before
+
+
+def test_joint_terms_step_is_the_window_least_squares_projected_onto_physical_terms():
+    """update_joint_terms with rate 1: per joint the least-squares fit of the residual torque by
+    y = [a, v, sgn_s(v)] (NumPy's lstsq as the oracle), then any negative term set to zero."""
+    rng = np.random.default_rng(21)
+    model = dc.load_urdf(dc.bundled_urdf("planar2"))
+    truth = np.array([[0.05, 0.8, 1.5], [0.02, -0.3, 0.4]])     # joint 2's viscous term is not physical
+    adaptation = InertialAdaptation(model, 1e-6, 0.01)
+    sum_yy, gradient, fits = np.zeros((2, 3, 3)), np.zeros(6), []
+    for i in range(2):
+        y = np.stack([rng.normal(size=50), rng.normal(size=50), np.tanh(rng.normal(size=50) / 1e-3)], axis=1)
+        residual = y @ truth[i] + 0.01 * rng.normal(size=50)
+        sum_yy[i] = y.T @ y
+        gradient[3 * i:3 * i + 3] = -(y.T @ residual)          # the terms start at zero
+        fits.append(np.linalg.lstsq(y, residual, rcond=None)[0])
+    terms = adaptation.update_joint_terms(gradient, sum_yy, 1.0)
+    np.testing.assert_allclose(terms[0], fits[0], rtol=1e-6)
+    assert terms[1, 1] == 0.0 and fits[1][1] < 0.0
+    np.testing.assert_allclose(terms[1, [0, 2]], fits[1][[0, 2]], rtol=0.05)
+    assert np.all(adaptation.model().joint_terms == terms)

@@ -121,6 +121,7 @@ class InertialAdaptation:
         self.min_eigenvalue = as_scalar("min_eigenvalue", min_eigenvalue)
         self.theta = np.array([phi_to_theta(model.phi[i], self.min_eigenvalue) for i in range(self.nbodies)])
         self._phi = np.array([theta_to_phi(t) for t in self.theta])
+        self.joint_terms = np.array(model.joint_terms)
         self.steps = 0
 
     @property
@@ -144,6 +145,25 @@ class InertialAdaptation:
         self.steps += 1
         return copy_out(self._phi.reshape(-1), out)
 
+    def update_joint_terms(self, gradient, sum_yy, rate, damping=1e-9):
+        """One step of the joint terms (armature, viscous, Coulomb per joint: Model.joint_terms) from
+        their window's gradient (3 * nbodies,) and Gauss-Newton matrices sum_yy (nbodies, 3, 3), the
+        sums of y y^T with y = [a, v, sgn_s(v)] (tick.py): per joint the damped Gauss-Newton step
+        -(sum_yy + damping max(diag) I)^-1 gradient, scaled by `rate` in (0, 1] (1: the window's least
+        squares at once), then projected onto terms >= 0, which physical friction and rotor inertia
+        are. Scale-free: the three terms have different units. Returns the new terms (nbodies, 3)."""
+        nb = self.nbodies
+        gradient = as_vector("gradient", gradient, 3 * nb).reshape(nb, 3)
+        sum_yy = np.asarray(sum_yy, dtype=np.float64).reshape(nb, 3, 3)
+        require_finite("gradient", gradient)
+        require_finite("sum_yy", sum_yy)
+        for i in range(nb):
+            scale = max(float(np.max(np.diag(sum_yy[i]))), 1e-300)
+            step = np.linalg.solve(sum_yy[i] + damping * scale * np.eye(3), gradient[i])
+            self.joint_terms[i] = np.maximum(self.joint_terms[i] - rate * step, 0.0)
+        return self.joint_terms.copy()
+
     def model(self):
-        """The model with the current estimate (Model.with_inertial_parameters)."""
-        return self.base_model.with_inertial_parameters(self._phi)
+        """The model with the current estimates (Model.with_inertial_parameters, with_joint_dynamics)."""
+        terms = self.joint_terms.T
+        return self.base_model.with_inertial_parameters(self._phi).with_joint_dynamics(*terms)

@@ -92,6 +92,9 @@ PARAMETERS = (
           "adapt the inertial parameters online (a bounded gradient step every gradient.period ticks)"),
     Param("adaptation.step_size", 2e-7, "number", "configure", "gradient step size in log-Cholesky coordinates"),
     Param("adaptation.max_step", 0.01, "number", "configure", "largest step norm per body and update"),
+    Param("adaptation.joint_rate", 0.1, "number", "configure",
+          "joint terms (armature, friction): the fraction of the window's damped Gauss-Newton step taken per "
+          "update, projected onto terms >= 0 (0: the joint terms stay)", 0.0, 1.0),
     Param("watchdog_timeout", 0.05, "number", "live", "no valid joint state for this long [s] -> safe mode",
           0.001, 60.0),
     Param("safe_mode", "gravity", "string", "live",
@@ -286,6 +289,7 @@ class ControllerNode(LoopNode):
         c.centre, c.amplitude = f.centre, f.amplitude
         if values["adaptation.enabled"]:
             c.adaptation = InertialAdaptation(model, values["adaptation.step_size"], values["adaptation.max_step"])
+            c.joint_rate = values["adaptation.joint_rate"]
         c.reader = JointStateReader(c.names, c.q, c.v, c.effort)
         # publishers and subscriptions
         c.command_pub = self.create_lifecycle_publisher(Float64MultiArray, values["command_topic"], qos.COMMAND)
@@ -663,6 +667,9 @@ class ControllerNode(LoopNode):
             c.joint_gradient_out.publish()
         if c.adaptation is not None and c.s[T.S_COUNT] == c.tick_kernel.window:
             c.adaptation.update(gradient)
+            if c.mapping is None and c.joint_rate > 0.0:
+                f = c.tick_kernel.f
+                c.adaptation.update_joint_terms(f.joint_gradient, f.joint_sum_yy, c.joint_rate)
             old = c.tick_kernel.model
             c.tick_kernel.set_model(c.adaptation.model())
             c.tick_kernel.shift_momentum(old)
