@@ -9,8 +9,8 @@ issue's failing baseline in its docstring.
   gravity; with command_timeout_action zero it falls; a command releases the brakes;
 - a state that really diverges (a 1e308 effort limit in the URDF, a 1e308 command) is reported at
   ERROR (fatal) on /diagnostics, the robot is held at its last finite state and /joint_states go on;
-  a bringup whose simulator diverges (a tiny inertia pushed by a wrench within the bounds) exits 3,
-  while a controller's ERROR in safe mode is not fatal.
+  an exception that stops the loop is fatal too; a bringup whose simulator diverges (a tiny inertia
+  pushed by a wrench within the bounds) exits 3, while a controller's ERROR in safe mode is not fatal.
 
 The in-process simulators run one at a time (class-scoped fixtures), each on the test process's own
 ROS domain (ros_harness).
@@ -262,7 +262,9 @@ class TestAbsurdInputs:
         np.testing.assert_allclose(efforts[:, :6], np.broadcast_to(hold[:6], (len(states), 6)), rtol=0, atol=0)
         assert np.all((numbers >= 0) & (numbers < sent)), "a joint state without a valid command"
         assert applied > 0.8 * sent
-        np.testing.assert_allclose(states[-1].position, Q0, rtol=0, atol=1e-5)
+        # held, not fallen (the gravity-compensated pose is an unstable equilibrium: the numbered torques
+        # and round-off grow there over the seconds of the test, to about 1e-5 rad)
+        np.testing.assert_allclose(states[-1].position, Q0, rtol=0, atol=1e-3)
         assert after["brake engagements"] == before["brake engagements"]
 
     def test_a_1e308_command_is_clamped(self, arm):
@@ -410,6 +412,20 @@ class TestDivergence:
         assert (level, message) == (DiagnosticStatus.OK, "waiting for the first command") and "fatal" not in values
         states = stream(io, [1e-9], 0.2)
         assert states[-1].velocity[0] > 0.0 and np.isfinite(states[-1].position[0])
+
+    def test_an_exception_in_the_loop_is_fatal(self, pendulum):
+        """An injected fault (the backend's step raising a RuntimeError, not a refused step) stops the
+        loop: ERROR "simulation stopped: ..." with fatal = true."""
+        node, io = pendulum
+
+        def broken_step(*args):
+            raise RuntimeError("injected fault")
+
+        node._configured.sim.step = broken_step
+        stream(io, [0.0], 0.1)
+        level, message, values = diagnostics(node, io)
+        assert level == DiagnosticStatus.ERROR and values["fatal"] == "true"
+        assert message == "simulation stopped: RuntimeError('injected fault')", message
 
     def test_a_wrench_schedule_beyond_the_bounds_fails_configure(self):
         """A scheduled 1e9 N force fails configure, naming the bound (baseline: accepted)."""
