@@ -776,6 +776,7 @@ class ControllerNode(LoopNode):
                 c.s[T.S_ERROR_SQ] = c.s[T.S_ERROR_COUNT] = 0.0
             if self.loop.error is not None:
                 level, message = DiagnosticStatus.ERROR, f"loop stopped: {self.loop.error!r}"
+                values["fatal"] = "true"      # dyn-control bringup exits 3
             elif c.silent:
                 level, message = DiagnosticStatus.ERROR, (f"joint states stale for over {c.safe_mode_timeout:g} s: "
                                                           f"{c.safe_mode_final}")
