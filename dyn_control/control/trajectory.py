@@ -196,29 +196,38 @@ def check_lengths(field, lengths, n):
     return low == n
 
 
+def assemble(stamp_ns, names, times, lengths, values):
+    """Points from the parts of a message: its stamp, joint names, the points' times (K,),
+    `lengths` (K, 3) the numbers of positions, velocities and accelerations of each point, and
+    values(f), the (K, n) values of field FIELDS[f], asked for the fields the points give only."""
+    n = len(names)
+    if times.shape[0] == 0 or n == 0:      # refused by joint_indices or check_values
+        return Points(stamp_ns, names, np.zeros(0), np.zeros((0, n)))
+    given = [check_lengths(field, lengths[:, f], n) for f, field in enumerate(FIELDS)]
+    if given[2] and not given[1]:
+        raise ValueError("accelerations without velocities")
+    return Points(stamp_ns, names, times, *(values(f) if given[f] else None for f in range(3)))
+
+
 def points_from_message(msg, max_points):
     """Points of a trajectory_msgs/JointTrajectory as rclpy gives it (e.g. the trajectory of an
     action goal); more than max_points points are refused before their values are read."""
-    names = list(msg.joint_names)
     points = msg.points
     if len(points) > max_points:
         raise ValueError(f"{len(points)} points, more than trajectory.max_points = {max_points}")
-    stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-    n = len(names)
-    if not (points and names):      # refused by joint_indices or check_values
-        return Points(stamp_ns, names, np.zeros(0), np.zeros((0, n)))
+    names = list(msg.joint_names)
     times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in points])
-    values = {}
-    for field in FIELDS:
-        sequences = [getattr(p, field) for p in points]
-        lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-        if check_lengths(field, lengths, n):
-            values[field] = np.concatenate([np.frombuffer(_double_bytes(sequences[k:k + 1024]))
-                                            for k in range(0, len(sequences), 1024)]).reshape(-1, n)
-    if "accelerations" in values and "velocities" not in values:
-        raise ValueError("accelerations without velocities")
-    return Points(stamp_ns, names, times, values["positions"], values.get("velocities"),
-                  values.get("accelerations"))
+    sequences = [[getattr(p, field) for p in points] for field in FIELDS]
+    lengths = np.zeros((len(points), 3), dtype=np.int64)
+    for f, column in enumerate(sequences):
+        lengths[:, f] = np.fromiter(map(len, column), dtype=np.int64, count=len(points))
+
+    def values(f):      # joined 1024 points at a time: no single long call holding the GIL
+        column = sequences[f]
+        return np.concatenate([np.frombuffer(_double_bytes(column[k:k + 1024]))
+                               for k in range(0, len(column), 1024)]).reshape(len(points), -1)
+    return assemble(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, names, times, lengths,
+                    values)
 
 
 def _double_bytes(sequences):
