@@ -7,7 +7,7 @@ from builtin_interfaces.msg import Duration
 from scipy.interpolate import CubicHermiteSpline
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dyn_control.control.trajectory import (InvalidJoints, Trajectory, check_values, joint_indices,
+from dyn_control.control.trajectory import (InvalidJoints, Trajectory, check_values, check_names,
                                             points_from_message)
 
 pytestmark = pytest.mark.kernels
@@ -112,7 +112,7 @@ CONTROLLED = ["a", "b", "c"]
 def judged(msg, max_points=100):
     """The message's points and joint indices, judged as the controller judges them."""
     points = points_from_message(msg, max_points)
-    indices = joint_indices(points.names, CONTROLLED)
+    indices = check_names(points.names, CONTROLLED)
     check_values(points)
     return points, indices
 

@@ -13,7 +13,7 @@ start on: the earlier one runs until then (`then`).
 
 A message becomes `Points` (its names, times and values as arrays; nodes/trajectory_input.py decodes
 the ~/joint_trajectory topic from its bytes, `points_from_message` an rclpy message such as an
-action goal's), which `joint_indices` and `check_values` judge: a ValueError says why it is
+action goal's), which `check_names` and `check_values` judge: a ValueError says why it is
 refused, an InvalidJoints for its joint names.
 
 Building never holds the GIL for long, as it runs beside the controller's loop thread, which needs
@@ -201,7 +201,7 @@ def assemble(stamp_ns, names, times, lengths, values):
     `lengths` (K, 3) the numbers of positions, velocities and accelerations of each point, and
     values(f), the (K, n) values of field FIELDS[f], asked for the fields the points give only."""
     n = len(names)
-    if times.shape[0] == 0 or n == 0:      # refused by joint_indices or check_values
+    if times.shape[0] == 0 or n == 0:      # refused by check_names or check_values
         return Points(stamp_ns, names, np.zeros(0), np.zeros((0, n)))
     given = [check_lengths(field, lengths[:, f], n) for f, field in enumerate(FIELDS)]
     if given[2] and not given[1]:
@@ -236,7 +236,7 @@ def _double_bytes(sequences):
                     for s in sequences)
 
 
-def joint_indices(names, controlled_names):
+def check_names(names, controlled_names):
     """Positions of the trajectory's joints `names` in `controlled_names`; InvalidJoints when one
     is unknown (or not controlled), named twice, or none is named."""
     if not names:

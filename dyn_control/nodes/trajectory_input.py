@@ -18,8 +18,15 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..control.trajectory import InvalidJoints, assemble
 from . import qos, wire
+from .params import Param
 
 HEADER_BYTES = 4096     # the stamp and a frame_id, in a message's size bound
+
+PARAMETERS = (
+    Param("trajectory.max_points", 10000, "integer", "configure",
+          "most points of a trajectory (~/joint_trajectory, the follow_joint_trajectory action); more are "
+          "refused and counted", 1, 1000000),
+)
 
 
 def message_bound(max_points, names):
