@@ -74,13 +74,14 @@ def create(node, names, controlled, motions, nv, max_points, acceleration_measur
 
 
 class _Goal:
-    """An accepted goal: its handle, the future its result goes into, the trajectory installed for
-    it, when its points are, and its tolerances."""
+    """An accepted goal: its handle, the future its result goes into, and once it runs the
+    trajectory installed for it, its start and end [s] on the controller's reference clock, its
+    points' times from the start and its tolerances."""
 
     def __init__(self, handle):
         self.handle = handle
         self.result = Future()
-        self.trajectory = None
+        self.trajectory = self.start = self.end = self.times = self.tolerances = None
 
 
 class FollowJointTrajectoryServer:
