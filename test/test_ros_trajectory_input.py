@@ -67,3 +67,34 @@ def test_messages_arrive_an_oversized_one_is_dropped_and_every_buffer_takes_the_
     assert received[0] == pytest.approx(0.1)
     assert received[1].startswith(f"larger than {decoder.capacity} bytes, the size of trajectory.max_points = 50")
     assert received[2:] == pytest.approx([0.2 + 0.01 * k for k in range(12)])
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["control_msgs", "without control_msgs"])
+def test_the_action_is_offered_where_control_msgs_imports_and_left_out_with_one_line(installed, monkeypatch, capfd):
+    import dyn_control as dc
+    from rclpy.action import get_action_server_names_and_types_by_node
+    from rclpy.parameter import Parameter
+
+    from dyn_control.nodes import follow_joint_trajectory
+    from dyn_control.nodes.controller import ControllerNode
+    if installed and follow_joint_trajectory.FollowJointTrajectory is None:
+        pytest.skip("control_msgs not installed (make control-msgs builds it)")
+    if not installed:
+        monkeypatch.setattr(follow_joint_trajectory, "FollowJointTrajectory", None)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = ControllerNode(context=context, parameter_overrides=[Parameter("urdf_path", value=dc.bundled_urdf("arm7"))])
+        node.trigger_configure()
+        assert node.state == "inactive"
+        names = [name for name, _ in get_action_server_names_and_types_by_node(node, "dyn_controller", "/")]
+        assert names == (["/dyn_controller/follow_joint_trajectory"] if installed else [])
+        lines = [line for line in capfd.readouterr().err.splitlines() if "follow_joint_trajectory" in line]
+        assert lines == ([] if installed else [lines[0]])
+        if not installed:
+            assert "control_msgs is not installed: no ~/follow_joint_trajectory action" in lines[0]
+        node.trigger_cleanup()
+        assert get_action_server_names_and_types_by_node(node, "dyn_controller", "/") == []
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
