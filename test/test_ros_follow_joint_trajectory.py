@@ -17,6 +17,9 @@ processes, an rclpy ActionClient here), one bringup for a sequence of goals:
 The simulator's joint states are the oracle for where the arm is. A goal whose outcome is not the
 expected one is excused (skipped, with the reason) only where the recorded DDS source timestamps of
 the joint states or the commands show a stall of the loop during it (a loaded machine)."""
+import json
+import os
+import sys
 import threading
 import time
 
@@ -52,6 +55,11 @@ LOOP_STALL = 0.02               # [s] a gap of the commands this long while the 
 BIG_POINTS = 100_000
 MAX_POINTS = 10_000             # trajectory.max_points (its default)
 Result = FollowJointTrajectory.Result
+
+
+# control_msgs/action/FollowJointTrajectory's type hash, generated from ros-controls/control_msgs'
+# own files (6.3.0 and later: ROS 2 Kilted's) against the Kilted message wheels
+UPSTREAM_HASH = "RIHS01_ff29901b2693f5deb847e96084a1c2cdb26e70b7c847be21859b70a55fb29cf0"
 
 
 def duration(t):
@@ -368,3 +376,13 @@ def test_a_trajectory_of_max_points_is_accepted_followed_and_never_stalls_the_lo
     assert len(t) > 50, f"{len(t)} ~/desired messages in the window"
     slope = np.polyfit((t - t[0]) * 1e-9, run.recorder.values("desired", 0)[window][:, 0], 1)[0]
     assert abs(slope - 0.005) < 1e-6, slope
+
+
+def test_the_control_msgs_built_here_has_the_upstream_type_hash():
+    import control_msgs
+    share = os.path.join(sys.prefix, "share", "control_msgs")
+    if not os.path.realpath(control_msgs.__file__).startswith(os.path.realpath(sys.prefix)):
+        pytest.skip(f"control_msgs from {control_msgs.__file__} (a ROS 2 install's), not built here")
+    with open(os.path.join(share, "action", "FollowJointTrajectory.json")) as f:
+        hashes = {h["type_name"]: h["hash_string"] for h in json.load(f)["type_hashes"]}
+    assert hashes["control_msgs/action/FollowJointTrajectory"] == UPSTREAM_HASH
