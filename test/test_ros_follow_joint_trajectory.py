@@ -27,7 +27,6 @@ import numpy as np
 import pytest
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import WrenchStamped
-from rclpy.serialization import serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import dyn_control as dc

@@ -84,7 +84,8 @@ def test_the_action_is_offered_where_control_msgs_imports_and_left_out_with_one_
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
-        node = ControllerNode(context=context, parameter_overrides=[Parameter("urdf_path", value=dc.bundled_urdf("arm7"))])
+        node = ControllerNode(context=context,
+                              parameter_overrides=[Parameter("urdf_path", value=dc.bundled_urdf("arm7"))])
         node.trigger_configure()
         assert node.state == "inactive"
         names = [name for name, _ in get_action_server_names_and_types_by_node(node, "dyn_controller", "/")]

@@ -41,7 +41,8 @@ def test_a_goal_without_tolerances_keeps_the_defaults():
 
 
 def test_goal_entries_replace_keep_or_remove_per_joint_and_quantity():
-    t = goal_tolerances(NAMES, defaults(), path=[("b", 0.3, 0.0, -1.0)], goal=[("c", 0.0, 0.5, 0.7), ("a", -1.0, 0.0, 0.0)])
+    t = goal_tolerances(NAMES, defaults(), path=[("b", 0.3, 0.0, -1.0)],
+                        goal=[("c", 0.0, 0.5, 0.7), ("a", -1.0, 0.0, 0.0)])
     np.testing.assert_array_equal(t.path, [[0.1, 0.3, 0.1], [0.0, 0.0, 0.0], [5.0, 0.0, 5.0]])
     np.testing.assert_array_equal(t.goal, [[0.0, 0.01, 0.01], [0.02, 0.02, 0.5], [0.0, 0.0, 0.7]])
 

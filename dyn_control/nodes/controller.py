@@ -37,7 +37,7 @@ from ..control import trajectory as trajectories
 from ..model import PRISMATIC
 from . import follow_joint_trajectory, params, preload, qos, trajectory_input
 from .closed_chain import PARAMETER_PREFIX, node_mapping
-from .inputs import ACCEPTED, JointStateReader, reference_from_point, stamp_ns
+from .inputs import ACCEPTED, JointStateReader, reference_from_point
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
@@ -419,8 +419,8 @@ class ControllerNode(LoopNode):
         start_state = (c.q_d.copy(), c.v_d.copy(), c.a_d.copy())
         if old is not None:
             old.sample(start, *start_state)
-        new = trajectories.Trajectory.through(start, start_state, indices, points.times, points.positions, points.velocities,
-                                 points.accelerations)
+        new = trajectories.Trajectory.through(start, start_state, indices, points.times, points.positions,
+                                              points.velocities, points.accelerations)
         if old is not None and now < start < old.end:
             new = old.then(new)
         c.reference_point = None
