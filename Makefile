@@ -11,8 +11,11 @@ export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+CONTROL_MSGS_STAMP := $(VENV)/.installed-control-msgs
+CONTROL_MSGS_BUILD := build/control_msgs
+CMAKE ?= cmake
 
-.PHONY: demo test test-nojit bench install clean
+.PHONY: demo test test-nojit bench install control-msgs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +26,31 @@ $(RUN_STAMP): $(PY) setup.py requirements/ros.txt
 	$(PIP) install -e .
 	touch $@
 
-$(TEST_STAMP): $(RUN_STAMP) requirements/test.txt
+# control_msgs (FollowJointTrajectory for the controller's ~/follow_joint_trajectory action) is not
+# on PyPI: build interfaces/control_msgs with the rosidl wheels and install it into .venv (~20 s of
+# CPU; cmake and a C/C++ compiler needed), from the wheels in .venv only (a sourced ROS 2 install's
+# paths are left out). The wheels' exported CMake targets name the wheel builder's Python include
+# directories; the package's CMakeLists.txt points them at this Python's.
+$(CONTROL_MSGS_STAMP): $(RUN_STAMP) requirements/rosidl.txt $(shell find interfaces/control_msgs -type f)
+	@command -v $(CMAKE) >/dev/null || { echo "control_msgs: needs cmake and a C/C++ compiler (e.g. apt install cmake g++)"; exit 1; }
+	$(PIP) install -r requirements/rosidl.txt
+	rm -rf $(CONTROL_MSGS_BUILD)
+	PATH="$(abspath $(VENV))/bin:$$PATH" AMENT_PREFIX_PATH="$(abspath $(VENV))" CMAKE_PREFIX_PATH="$(abspath $(VENV))" \
+	    $(CMAKE) -S interfaces/control_msgs -B $(CONTROL_MSGS_BUILD) \
+	    -DCMAKE_PREFIX_PATH="$(abspath $(VENV))" -DCMAKE_INSTALL_PREFIX="$(abspath $(VENV))" \
+	    -DPython3_EXECUTABLE="$(abspath $(PY))" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(CMAKE) --build $(CONTROL_MSGS_BUILD) -j 2
+	$(CMAKE) --install $(CONTROL_MSGS_BUILD)
+	$(PY) -c "from control_msgs.action import FollowJointTrajectory"
+	touch $@
+
+control-msgs: $(CONTROL_MSGS_STAMP)
+
+$(TEST_STAMP): $(RUN_STAMP) $(CONTROL_MSGS_STAMP) requirements/test.txt
 	$(PIP) install -r requirements/test.txt
 	touch $@
 
-install: $(RUN_STAMP)
+install: $(RUN_STAMP) $(CONTROL_MSGS_STAMP)
 
 # bytecode of the package, as an install writes it: every node process would otherwise compile our
 # sources at start (0.2 s each where PYTHONDONTWRITEBYTECODE is set); stale files are recompiled

@@ -7,7 +7,8 @@ from builtin_interfaces.msg import Duration
 from scipy.interpolate import CubicHermiteSpline
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dyn_control.control.trajectory import Trajectory, from_message
+from dyn_control.control.trajectory import (InvalidJoints, Trajectory, check_values, check_names,
+                                            points_from_message)
 
 pytestmark = pytest.mark.kernels
 
@@ -108,28 +109,62 @@ def message(names, points, stamp=(0, 0)):
 CONTROLLED = ["a", "b", "c"]
 
 
+def judged(msg, max_points=100):
+    """The message's points and joint indices, judged as the controller judges them."""
+    points = points_from_message(msg, max_points)
+    indices = check_names(points.names, CONTROLLED)
+    check_values(points)
+    return points, indices
+
+
 def test_a_message_by_joint_name():
-    start, indices, times, positions, velocities, accelerations = from_message(
+    points, indices = judged(
         message(["c", "a"], [(0.5, {"positions": [1.0, 2.0], "velocities": [0.0, 0.1]}),
-                             (1.0, {"positions": [3.0, 4.0], "velocities": [0.0, 0.0]})]),
-        CONTROLLED, lambda stamp: 7.0)
-    assert start == 7.0 and indices.tolist() == [2, 0] and times.tolist() == [0.5, 1.0]
-    np.testing.assert_array_equal(positions, [[1.0, 2.0], [3.0, 4.0]])
-    assert velocities.shape == (2, 2) and accelerations is None
+                             (1.0, {"positions": [3.0, 4.0], "velocities": [0.0, 0.0]})], stamp=(7, 5)))
+    assert points.stamp_ns == 7_000_000_005 and indices.tolist() == [2, 0] and points.times.tolist() == [0.5, 1.0]
+    np.testing.assert_array_equal(points.positions, [[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(points.velocities, [[0.0, 0.1], [0.0, 0.0]])
+    assert points.accelerations is None
+
+
+def test_more_points_than_the_limit_are_refused_before_their_values_are_read():
+    msg = message(["a"], [(0.1 * (k + 1), {"positions": [0.0]}) for k in range(11)])
+    with pytest.raises(ValueError, match="11 points, more than trajectory.max_points = 10"):
+        points_from_message(msg, 10)
+    assert points_from_message(msg, 11).times.shape == (11,)
 
 
 @pytest.mark.parametrize("names, points, reason", [
     (["a", "x"], [(1.0, {"positions": [0.0, 0.0]})], "unknown or not controlled joints"),
     (["a", "a"], [(1.0, {"positions": [0.0, 0.0]})], "named twice"),
+    ([], [(1.0, {"positions": []})], "no joint_names"),
     (["a"], [], "no points"),
-    (["a"], [(1.0, {"positions": [0.0]}), (1.0, {"positions": [1.0]})], "increase strictly"),
-    (["a"], [(0.0, {"positions": [0.0]})], "increase strictly"),
-    (["a", "b"], [(1.0, {"positions": [0.0]})], "positions"),
-    (["a"], [(1.0, {"positions": [float("nan")]})], "non-finite positions"),
-    (["a"], [(1.0, {"positions": [0.0], "velocities": [0.0, 1.0]})], "velocities"),
+    (["a"], [(1.0, {"positions": [0.0]}), (1.0, {"positions": [1.0]})], "point 1 at 1 s after 1 s"),
+    (["a"], [(0.0, {"positions": [0.0]})], "point 0 at 0 s from > 0"),
+    (["a", "b"], [(1.0, {"positions": [0.0]})], "every point needs 2 positions, got lengths from 1 to 1"),
+    (["a"], [(1.0, {"positions": [0.0]}), (2.0, {"positions": [float("nan")]})], "non-finite positions at point 1"),
+    (["a"], [(1.0, {"positions": [0.0], "velocities": [float("inf")]})], "non-finite velocities at point 0"),
+    (["a"], [(1.0, {"positions": [0.0], "velocities": [0.0, 1.0]})], "velocities: none or 1 in every point"),
+    (["a"], [(1.0, {"positions": [0.0], "velocities": [0.0]}), (2.0, {"positions": [0.0]})],
+     "velocities: none or 1 in every point, got lengths from 0 to 1"),
     (["a"], [(1.0, {"positions": [0.0], "accelerations": [0.0]})], "accelerations without velocities"),
-], ids=["unknown joint", "duplicate", "empty", "equal times", "zero time", "short positions", "nan",
-        "long velocities", "accelerations only"])
+], ids=["unknown joint", "duplicate", "no names", "empty", "equal times", "zero time", "short positions", "nan",
+        "inf velocity", "long velocities", "velocities in some points", "accelerations only"])
 def test_bad_messages_are_refused_with_a_reason(names, points, reason):
     with pytest.raises(ValueError, match=reason):
-        from_message(message(names, points), CONTROLLED, lambda stamp: 0.0)
+        judged(message(names, points))
+
+
+def test_joint_name_refusals_are_invalid_joints():
+    with pytest.raises(InvalidJoints):
+        judged(message(["a", "x"], [(1.0, {"positions": [0.0, 0.0]})]))
+    with pytest.raises(ValueError) as refused:
+        judged(message(["a"], [(0.0, {"positions": [0.0]})]))
+    assert not isinstance(refused.value, InvalidJoints)
+
+
+def test_hold_keeps_every_joint_at_rest():
+    q_hold = np.array([0.3, -0.1, 0.2, 0.5])
+    q, v, a = sampled(Trajectory.hold(T0, q_hold), [T0 - 1.0, T0, T0 + 0.3, T0 + 5.0])
+    np.testing.assert_array_equal(q, np.tile(q_hold, (4, 1)))
+    assert np.all(v == 0.0) and np.all(a == 0.0)

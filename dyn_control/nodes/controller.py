@@ -27,17 +27,17 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..control import tick as T
 from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.adaptation import InertialAdaptation
 from ..control.computed_torque import SAFE_MODES
-from ..control.trajectory import Trajectory, from_message
-from ..model import JOINT_PARAMETER_NAMES
-from . import params, preload, qos
+from ..control import trajectory as trajectories
+from ..model import JOINT_PARAMETER_NAMES, PRISMATIC
+from . import follow_joint_trajectory, params, preload, qos, trajectory_input
 from .closed_chain import PARAMETER_PREFIX, node_mapping
-from .inputs import ACCEPTED, JointStateReader, reference_from_point, stamp_ns
+from .inputs import ACCEPTED, JointStateReader, reference_from_point
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
@@ -134,7 +134,8 @@ PARAMETERS = (
     Param("realtime.spin_us", 200.0, "number", "activate",
           "the loop thread spins (instead of sleeping) this long before each deadline [us]", 0.0, 100000.0),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
-) + joint_term_parameters("model.", "the controller model's") + payload_parameters("model.payload.", "the controller's")
+) + (joint_term_parameters("model.", "the controller model's") + payload_parameters("model.payload.", "the controller's")
+     + trajectory_input.PARAMETERS + follow_joint_trajectory.PARAMETERS)
 
 
 def check_values(values, njoints=None):
@@ -307,8 +308,14 @@ class ControllerNode(LoopNode):
                                                 ring_capacity=qos.RING_CAPACITY)
         c.reference_sub = self.create_subscription(JointTrajectoryPoint, "~/reference", self._on_reference,
                                                    qos.STATE)
-        c.trajectory_sub = self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory,
-                                                    qos.STATE)
+        c.trajectory_decoder = trajectory_input.TrajectoryDecoder(values["trajectory.max_points"], c.controlled_names)
+        c.trajectory_sub = trajectory_input.TrajectorySubscription(self, "~/joint_trajectory", c.trajectory_decoder,
+                                                                   self._on_trajectory)
+        trajectory_input.warm_up()
+        motions = ["translation" if model.joint_types[model.joint_names.index(name)] == PRISMATIC else "rotation"
+                   for name in c.controlled_names]
+        c.action = follow_joint_trajectory.create(self, c.controlled_names, controlled, motions, nv,
+                                                  values["trajectory.max_points"], mapping is None)
         self._build_messages()
         self._apply_live(values)
         self.get_logger().info(
@@ -390,9 +397,12 @@ class ControllerNode(LoopNode):
                 self.destroy_publisher(getattr(c, name))
         if hasattr(c, "joint_states"):
             c.joint_states.destroy(self)
-        for name in ("reference_sub", "trajectory_sub"):
-            if hasattr(c, name):
-                self.destroy_subscription(getattr(c, name))
+        if hasattr(c, "reference_sub"):
+            self.destroy_subscription(c.reference_sub)
+        if hasattr(c, "trajectory_sub"):
+            c.trajectory_sub.destroy(self)
+        if getattr(c, "action", None) is not None:
+            c.action.destroy()
 
     # ---------------------------------------------------------------- parameters
     def _apply_live(self, values):
@@ -442,35 +452,71 @@ class ControllerNode(LoopNode):
             c.rejected_references += 1
             c.last_rejection = str(error)
 
-    def _on_trajectory(self, msg):
-        """~/joint_trajectory: the reference from now on (control/trajectory.py); a refused one is
-        logged and counted, and the current motion goes on."""
-        c = self._configured
+    def _on_trajectory(self, raw):
+        """~/joint_trajectory (serialized: trajectory_input.py): the reference from now on; a refused
+        one is logged and counted, and the current motion goes on."""
         try:
-            if self.state != "active" or c.reader.stamp is None:
-                raise ValueError("the controller is not active with joint states yet")
-            now = (c.reader.stamp - c.start_stamp) * 1e-9
-
-            def reference_time(stamp):    # zero: now; a stamp in the past counts as now
-                ns = stamp_ns(stamp)
-                return now if ns == 0 else max(now, (ns - c.start_stamp) * 1e-9)
-            start, indices, times, positions, velocities, accelerations = from_message(
-                msg, c.controlled_names, reference_time)
-            old = c.trajectory
-            start_state = (c.q_d.copy(), c.v_d.copy(), c.a_d.copy())
-            if old is not None:
-                old.sample(start, *start_state)
-            new = Trajectory.through(start, start_state, c.controlled[indices], times, positions, velocities,
-                                     accelerations)
-            if old is not None and now < start < old.knots[-1]:
-                new = old.then(new)
+            self.set_trajectory(self._configured.trajectory_decoder.decode(raw))
         except ValueError as error:
-            c.rejected_trajectories += 1
-            c.last_rejection = f"~/joint_trajectory: {error}"
-            self.get_logger().warning(f"~/joint_trajectory refused: {error}")
-            return
+            self.refused("~/joint_trajectory", error)
+
+    # ---------------------------------------------------------------- trajectories (topic and action)
+    def set_trajectory(self, points):
+        """The one way a trajectory becomes the reference, for ~/joint_trajectory and the
+        ~/follow_joint_trajectory action: judges `points` (control/trajectory.py: Points), builds
+        the trajectory from the reference the controller has at its start (no jump; the current
+        trajectory runs until then) and installs it. Returns the trajectory installed; a ValueError
+        (InvalidJoints for the names) says why it is refused."""
+        c = self._configured
+        if self.state != "active" or c.reader.stamp is None:
+            raise ValueError("the controller is not active with joint states yet")
+        indices = c.controlled[trajectories.check_names(points.names, c.controlled_names)]
+        trajectories.check_values(points)
+        now = (c.reader.stamp - c.start_stamp) * 1e-9     # a zero stamp is now, a stamp in the past too
+        start = now if points.stamp_ns == 0 else max(now, (points.stamp_ns - c.start_stamp) * 1e-9)
+        old = c.trajectory
+        start_state = (c.q_d.copy(), c.v_d.copy(), c.a_d.copy())
+        if old is not None:
+            old.sample(start, *start_state)
+        new = trajectories.Trajectory.through(start, start_state, indices, points.times, points.positions,
+                                              points.velocities, points.accelerations)
+        if old is not None and now < start < old.end:
+            new = old.then(new)
         c.reference_point = None
         c.trajectory = new
+        return new
+
+    def hold_position(self):
+        """Hold every joint at rest at its measured position from now on (the action's cancel and
+        tolerance violations)."""
+        c = self._configured
+        c.reference_point = None
+        c.trajectory = trajectories.Trajectory.hold((c.reader.stamp - c.start_stamp) * 1e-9, c.q.copy())
+
+    def current_trajectory(self):
+        return self._configured.trajectory
+
+    def measured_state(self):
+        """(stamp [ns], t [s] on the reference clock, (3, n) positions, velocities, accelerations
+        (the acceleration estimate of a tree, else zero) of the controlled joints) of the newest
+        joint state; None before the first."""
+        c = self._configured
+        if c.reader.stamp is None or c.start_stamp is None:
+            return None
+        stamp = c.reader.stamp
+        acceleration = c.tick_kernel.f.acceleration if c.mapping is None else np.zeros_like(c.q)
+        state = np.stack([c.q, c.v, acceleration])[:, c.controlled]
+        return stamp, (stamp - c.start_stamp) * 1e-9, state
+
+    def in_safe_mode(self):
+        return self._configured.safe
+
+    def refused(self, source, error):
+        """Count and log a refused trajectory (~/joint_trajectory or an action goal)."""
+        c = self._configured
+        c.rejected_trajectories += 1
+        c.last_rejection = f"{source}: {error}"
+        self.get_logger().warning(f"{source} refused: {error}")
 
     # ---------------------------------------------------------------- activate
     def _start(self, values):

@@ -18,14 +18,15 @@ import numpy as np
 
 def controller_kernels(closed_chain=False):
     """The controller's loop: the tick kernel with every branch (a tree's, or the five-bar's for a
-    closed chain), the joint-state parser, the rcl calls of its taking and publishing."""
+    closed chain), the joint-state parser, the rcl calls of its taking and publishing; and the
+    parsing and building of trajectories."""
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
     from ..control.tick import ControllerTick
     from ..robots import bundled_urdf
     from ..urdf import load_urdf
-    from . import rcl_io
+    from . import rcl_io, trajectory_input
     from .inputs import JointStateReader
     model = load_urdf(bundled_urdf("five_bar" if closed_chain else "arm7"))
     nv = model.nv
@@ -38,6 +39,7 @@ def controller_kernels(closed_chain=False):
         ClosedChainTick(model, mapping, mapping.active_indices, "end_effector", 2).warm_up()
     else:
         ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
+    trajectory_input.warm_up()
     rcl_io.preload()
 
 

@@ -81,6 +81,7 @@ def take_all(take, reset_error, subscription, headers, lengths):
     while True:
         slot = count % slots
         header = headers[slot]
+        buffer, capacity = header[BUFFER], header[CAPACITY]
         ret = _call4(take, subscription, header.ctypes.data, 0, 0)
         if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
             return count
@@ -89,6 +90,8 @@ def take_all(take, reset_error, subscription, headers, lengths):
         else:                       # too large for the buffer (or a failed take): dropped, counted
             _call0(reset_error)
             lengths[slot] = -1
+            # the refused resize leaves the header without its buffer: give it back for the next take
+            header[BUFFER], header[CAPACITY], header[LENGTH] = buffer, capacity, 0
         count += 1
 
 

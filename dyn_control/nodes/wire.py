@@ -5,7 +5,9 @@ Why: converting a message between its C and Python forms costs far more than the
 (measured on the 2-core development VM: taking a JointState as an object ~65 us, as bytes ~13 us;
 publishing a Float64MultiArray as an object ~15 us, as bytes ~4 us). So
 - inputs are taken raw and parsed by a compiled parser that writes the joint values straight
-  into the loop's arrays (parse_joint_state, parse_float64_array);
+  into the loop's arrays (parse_joint_state, parse_float64_array); a trajectory's points are read
+  from its bytes without the GIL (parse_joint_trajectory, gather_doubles), as rclpy's conversion of
+  a large one into Python objects would stall the loop thread (10,000 points: ~85 ms);
 - outputs are a serialized template of the message (rclpy's own serializer, once, at configure)
   whose numbers are overwritten in place through NumPy views (RawMessage), then published as they
   are (rcl_io.RawPublisher: through rcl directly, without a copy).
@@ -180,6 +182,75 @@ def parse_float64_array(buf, out):
     for k in range(count):
         out[k] = _f64(buf, ENCAPSULATION + data_at + 8 * k)
     return count
+
+
+# parse_joint_trajectory results
+JT_OK = 0
+JT_MALFORMED = 1        # truncated, or not little-endian CDR
+JT_TOO_MANY_NAMES = 2   # more joint names than the caller reads
+JT_TOO_MANY_POINTS = 3  # more points than the caller reads
+
+# meta output of parse_joint_trajectory
+JT_SEC, JT_NANOSEC, JT_NAMES_AT, JT_NAMES, JT_POINTS = range(5)
+
+
+@njit(cache=True, nogil=True)
+def parse_joint_trajectory(buf, max_names, max_points, meta, times, counts, offsets):
+    """Parse a serialized trajectory_msgs/JointTrajectory (uint8 array) down to where its values
+    are: meta gets the stamp, the numbers of names and points and where the first name starts (for
+    decode_names); point k its time_from_start times[k] [s] and, for each field f of positions,
+    velocities, accelerations, effort, the number of values counts[k, f] and where they start,
+    offsets[k, f] (gather_doubles reads them). times, counts (, 4) and offsets (, 4) have max_points
+    rows: past max_names names or max_points points nothing more is read (JT_TOO_MANY_*)."""
+    size = buf.shape[0]
+    if size < ENCAPSULATION + 12 or buf[1] != 1:
+        return JT_MALFORMED
+    meta[JT_SEC] = np.int64(buf[4:8].view(np.int32)[0])
+    meta[JT_NANOSEC] = _u32(buf, 8)
+    at = _skip_string(buf, 8)                 # header.frame_id; then the joint names
+    if at < 0:
+        return JT_MALFORMED
+    at = _align(at, 4)
+    if ENCAPSULATION + at + 4 > size:
+        return JT_MALFORMED
+    meta[JT_NAMES] = _u32(buf, ENCAPSULATION + at)
+    meta[JT_NAMES_AT] = ENCAPSULATION + at + 4
+    if meta[JT_NAMES] > max_names:
+        return JT_TOO_MANY_NAMES
+    at += 4
+    for _ in range(meta[JT_NAMES]):
+        at = _skip_string(buf, at)
+        if at < 0:
+            return JT_MALFORMED
+    at = _align(at, 4)
+    if ENCAPSULATION + at + 4 > size:
+        return JT_MALFORMED
+    meta[JT_POINTS] = _u32(buf, ENCAPSULATION + at)
+    if meta[JT_POINTS] > max_points:
+        return JT_TOO_MANY_POINTS
+    at += 4
+    for k in range(meta[JT_POINTS]):
+        for f in range(4):
+            count, values_at, at = _double_sequence(buf, at)
+            if count < 0:
+                return JT_MALFORMED
+            counts[k, f] = count
+            offsets[k, f] = ENCAPSULATION + values_at
+        at = _align(at, 4)                     # time_from_start: int32 sec, uint32 nanosec
+        if ENCAPSULATION + at + 8 > size:
+            return JT_MALFORMED
+        sec = buf[ENCAPSULATION + at:ENCAPSULATION + at + 4].view(np.int32)[0]
+        times[k] = sec + 1e-9 * _u32(buf, ENCAPSULATION + at + 4)
+        at += 8
+    return JT_OK
+
+
+@njit(cache=True, nogil=True)
+def gather_doubles(buf, offsets, out):
+    """out[k, j] = the j-th float64 from byte offsets[k] of buf (out (K, n), offsets (K,))."""
+    for k in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[k, j] = _f64(buf, offsets[k] + 8 * j)
 
 
 def decode_names(raw, start, count):
