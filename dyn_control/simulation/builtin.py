@@ -82,8 +82,8 @@ def float_fields(nb):
 
 _F = field_indices(float_fields(1))
 (SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, DAMPING, COULOMB, JOINT_TERMS, Q, V, EFFORT, WRENCH, FRAME_R,
- FRAME_P, S, STAGE_Q, STAGE_V, STAGE_A, STAGE_TAU, DRY_TORQUE, DRY_V, R_, P_, OR, OP, OS, OV, PHI_WORLD, C_, IA, PA, U_, D_, U_SMALL,
- OA, TMP6, F_EXT_ZERO, J_, M_, PHI_COMPOSITE, F_) = range(len(_F))
+ FRAME_P, S, STAGE_Q, STAGE_V, STAGE_A, STAGE_TAU, DRY_TORQUE, DRY_V, R_, P_, OR, OP, OS, OV, PHI_WORLD, C_,
+ IA, PA, U_, D_, U_SMALL, OA, TMP6, F_EXT_ZERO, J_, M_, PHI_COMPOSITE, F_) = range(len(_F))
 PARENTS, PATH = 0, 1
 
 
