@@ -34,8 +34,9 @@ D = 1 N m s/rad decay at 1000 /s, outside explicit stability at 1 ms); its exact
 v <- expm(-h M^-1 D) v, only shrinks the kinetic energy, so the split step is stable for any
 D >= 0 and second-order accurate while dt D / M stays below about one. Dry friction is implicit, so
 stable for any F_c; it is first-order accurate where a joint starts or stops.
-Cost: four ABA calls per step (plus two CRBA and two 7x7 eigenproblems with damping, and one CRBA and
-a few sweeps over M with dry friction), all in one compiled call (`rk4_step`, nogil) on packed
+Cost: four ABA calls per step (plus two CRBA and two 7x7 eigenproblems with damping, and with dry
+friction tens of sweeps over M, which takes CRBA's M of the damping step or computes it), all in one
+compiled call (`rk4_step`, nogil) on packed
 buffers (kernels/packed.py): about 20 us for the bundled arm, so the simulator node keeps 1 kHz with
 little of a core.
 Joint limits and effort limits are not simulated (clamp efforts in the controller).
@@ -250,13 +251,15 @@ def _dry_friction(f, fo, ints, io, nb):
     1/2 (x - v_free)^T M (x - v_free) + dt sum_i F_c,i |x_i| by Gauss-Seidel sweeps, each joint's
     velocity soft-thresholded with the others fixed; then f_c = M (v_free - v_new) / dt, and stage 0's
     acceleration becomes (v_new - v) / dt."""
-    dt = field1(f, fo, S, NS)[S_DT]
+    s = field1(f, fo, S, NS)
+    dt = s[S_DT]
     v = field1(f, fo, V, nb)
     a0 = field2(f, fo, STAGE_A, 4, nb)[0]
     F_c = field1(f, fo, COULOMB, nb)
     f_c = field1(f, fo, DRY_TORQUE, nb)
     v_free, x = field2(f, fo, DRY_V, 2, nb)
-    M = _inertia(f, fo, ints, io, nb, field1(f, fo, Q, nb))
+    # M at this q: the damping half step has just computed it
+    M = field2(f, fo, M_, nb, nb) if s[S_DAMPED] != 0.0 else _inertia(f, fo, ints, io, nb, field1(f, fo, Q, nb))
     scale = 0.0
     for k in range(nb):
         v_free[k] = v[k] + dt * a0[k]
