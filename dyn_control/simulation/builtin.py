@@ -225,8 +225,8 @@ def _acceleration(f, fo, ints, io, nb, stage, dry):
             for r in range(6):
                 tau[k] += J[r, k] * w[r]
     return aba(parents, screw_axes, home_R, home_p, field2(f, fo, PHI, nb, 10),
-               field2(f, fo, JOINT_TERMS, nb, 3), q, field2(f, fo, STAGE_V, 4, nb)[stage], tau, field1(f, fo, BASE_ACCEL, 6),
-               field2(f, fo, F_EXT_ZERO, nb, 6), R, p, oR, op, field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
+               field2(f, fo, JOINT_TERMS, nb, 3), q, field2(f, fo, STAGE_V, 4, nb)[stage], tau,
+               field1(f, fo, BASE_ACCEL, 6), field2(f, fo, F_EXT_ZERO, nb, 6), R, p, oR, op, field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
                field2(f, fo, PHI_WORLD, nb, 10), field2(f, fo, C_, nb, 6), field3(f, fo, IA, nb, 6, 6),
                field2(f, fo, PA, nb, 6), field2(f, fo, U_, nb, 6), field1(f, fo, D_, nb),
                field1(f, fo, U_SMALL, nb), field2(f, fo, OA, nb, 6), field2(f, fo, TMP6, 4, 6),
