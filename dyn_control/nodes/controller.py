@@ -99,8 +99,9 @@ PARAMETERS = (
           0.001, 60.0),
     Param("safe_mode", "gravity", "string", "live",
           "torque while the joint states are stale: gravity (g(q) at the last joint state, no velocity term) | zero"),
-    Param("safe_mode_timeout", 0.2, "number", "live",
-          "stale joint states for this long [s] -> safe_mode_final", 0.001, 60.0),
+    Param("safe_mode_timeout", 0.05, "number", "live",
+          "stale joint states for this long [s] -> safe_mode_final (the default, the watchdog's: at once)",
+          0.001, 60.0),
     Param("safe_mode_final", "silent", "string", "live",
           "after safe_mode_timeout: silent (stop publishing: the robot's own command timeout brakes it) | "
           "zero (publish zero effort) | hold (go on publishing the safe-mode torque)"),

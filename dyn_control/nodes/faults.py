@@ -39,19 +39,28 @@ TRACKING_TOLERANCE = 1e-3    # [rad]
 WINDOW_AFTER = 2.0           # [s] judged after a fault's end
 OUTAGES = (0.05, 0.2, 0.5, 1.0)
 AMPLITUDE, FREQUENCY = 0.3, 0.5      # [rad], [Hz]: the demo's sine
+# joint friction of a geared arm (config/demo_mismatch.yaml's): viscous [N m s/rad], Coulomb [N m]
+JOINT_FRICTION = {"viscous_friction": [1.0, 1.0, 0.8, 0.8, 0.2, 0.2, 0.1],
+                  "coulomb_friction": [3.0, 3.0, 2.0, 2.0, 0.5, 0.5, 0.3]}
 Q0 = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 
 
 def configuration(urdf, hold_commands):
-    """The nodes' parameters: the demo's controller on /relayed/joint_states; the simulator holding
-    its last command for 10 s (hold_commands) or, as a robot does, braking after 0.1 s."""
+    """The nodes' parameters: the demo's controller on /relayed/joint_states; the simulated robot
+    braking after 20 ms without a command, as Franka's and UR's stop on a lost command stream, or
+    (hold_commands) holding the last command for 10 s, as ros2_control's forward controllers do,
+    with the joint friction of a geared arm (the simulator's and the controller's alike): without
+    it no held torque keeps this arm's pose (an unstable balance of gravity), with it the arm sticks."""
     controller = {"urdf_path": urdf, "rate_hz": RATE_HZ, "joint_states_topic": "/relayed/joint_states",
                   "reference": {"type": "sine", "amplitude": AMPLITUDE, "frequency": FREQUENCY},
                   "gains": {"kp": 400.0, "kd": 40.0}, "torque_rate_limit": RATE_LIMIT,
                   "estimator": {"frame": "arm7_tool"}}
     simulator = {"urdf_path": urdf, "rate_hz": RATE_HZ, "initial_positions": Q0,
-                 "command_timeout": 10.0 if hold_commands else 0.1,
+                 "command_timeout": 10.0 if hold_commands else 0.02,
                  "realtime": {"cpu": 0, "priority": 40}}
+    if hold_commands:
+        simulator["robot"] = dict(JOINT_FRICTION)
+        controller["model"] = dict(JOINT_FRICTION)
     return {"dyn_controller": {"ros__parameters": controller}, "dyn_simulator": {"ros__parameters": simulator}}
 
 
@@ -251,7 +260,8 @@ def judge(monitor, window, recovery_after, oracle, stopped=False):
                "energy / energy at t0": float(energy.max() / energy_start),
                "energy at t0 [J]": float(energy_start)}
     if not stopped or recovery_after is not None:
-        figures["recovery [s]"] = recovery_time(monitor, (recovery_after or window)[1])
+        figures["recovery [s]"] = recovery_time(monitor, (recovery_after or window)[1],
+                                                recovery_after[0] if stopped else None)
     steps = command_steps(monitor)
     figures["command step / rate limit"] = float(steps.max() / (RATE_LIMIT / RATE_HZ))
     figures["stall [ms]"] = stall(monitor, t0, t1, stopped)
@@ -275,12 +285,18 @@ def stall(monitor, t0, t1, stopped):
     return max(gaps)
 
 
-def recovery_time(monitor, t1):
-    """Seconds after t1 until the tracking error stays below TRACKING_TOLERANCE (until t1 + 3 s);
-    inf when it does not."""
+def recovery_time(monitor, t1, activated=None):
+    """Seconds after t1 until the tracking error of the sine reference itself (not the blend back to
+    it) stays below TRACKING_TOLERANCE (until t1 + 3 s); inf when it does not. The sine starts at the
+    first ~/desired of the run (after `activated` [ns], when given): its centre the position there,
+    its time the stamp there (the controller anchors its reference at the first joint state)."""
+    rows = [row for row in monitor.rows["desired"] if activated is None or row[0] >= activated]
+    start_stamp, centre = rows[0][1], rows[0][2]
     by_stamp = {row[1]: row[2] for row in monitor.rows["states"]}
-    desired = [(row[0], np.abs(row[2] - by_stamp[row[1]]).max()) for row in monitor.rows["desired"]
-               if row[1] in by_stamp and t1 <= row[0] <= t1 + 3e9]
+    omega = 2.0 * np.pi * FREQUENCY
+    desired = [(row[0], np.abs(centre + AMPLITUDE * np.sin(omega * (row[1] - start_stamp) * 1e-9)
+                               - by_stamp[row[1]]).max())
+               for row in rows if row[1] in by_stamp and t1 <= row[0] <= t1 + 3e9]
     if not desired:
         return float("inf")
     late = [t for t, error in desired if error >= TRACKING_TOLERANCE]
