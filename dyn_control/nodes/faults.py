@@ -21,6 +21,7 @@ from the fault's start (t0) to 2 s after its end (t1):
 `run_scenarios()` returns these figures; `dyn-control faults` prints them; test_ros_faults.py
 asserts them.
 """
+import copy
 import os
 import signal
 import subprocess
@@ -59,8 +60,8 @@ def configuration(urdf, hold_commands):
                  "command_timeout": 10.0 if hold_commands else 0.02,
                  "realtime": {"cpu": 0, "priority": 40}}
     if hold_commands:
-        simulator["robot"] = dict(JOINT_FRICTION)
-        controller["model"] = dict(JOINT_FRICTION)
+        simulator["robot"] = copy.deepcopy(JOINT_FRICTION)      # no YAML aliases: rcl refuses them
+        controller["model"] = copy.deepcopy(JOINT_FRICTION)
     return {"dyn_controller": {"ros__parameters": controller}, "dyn_simulator": {"ros__parameters": simulator}}
 
 
@@ -233,13 +234,16 @@ def run_scenarios(oracle=None, folder=None):
         for name, window in monitor.windows.items():
             if name == "activate":
                 continue
-            recovery_after = monitor.windows.get("activate") if name == "deactivate" else window
+            # tracking comes back after the fault's end, after a deactivate's next activation, never
+            # after a shutdown
+            recovery_after = {"deactivate": monitor.windows.get("activate"), "shutdown": None}.get(name, window)
             figures[name] = judge(monitor, window, recovery_after, oracle, stopped=name in ("deactivate", "shutdown"))
     return figures, [m.code for m in (outages, paused, stops)]
 
 
 def judge(monitor, window, recovery_after, oracle, stopped=False):
-    """The figures of one fault (module docstring); window [t0, t1] [ns]."""
+    """The figures of one fault (module docstring); window [t0, t1] [ns]; recovery_after: the window
+    after whose end tracking must come back (None: it need not, after a shutdown)."""
     t0, t1 = window
     states = monitor.rows["states"]
     times = np.array([row[0] for row in states])
@@ -259,9 +263,8 @@ def judge(monitor, window, recovery_after, oracle, stopped=False):
                "peak speed [rad/s]": float(peak_after.max()),
                "energy / energy at t0": float(energy.max() / energy_start),
                "energy at t0 [J]": float(energy_start)}
-    if not stopped or recovery_after is not None:
-        figures["recovery [s]"] = recovery_time(monitor, (recovery_after or window)[1],
-                                                recovery_after[0] if stopped else None)
+    if recovery_after is not None:
+        figures["recovery [s]"] = recovery_time(monitor, recovery_after[1], recovery_after[0] if stopped else None)
     steps = command_steps(monitor)
     figures["command step / rate limit"] = float(steps.max() / (RATE_LIMIT / RATE_HZ))
     figures["stall [ms]"] = stall(monitor, t0, t1, stopped)
