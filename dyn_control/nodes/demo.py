@@ -139,7 +139,7 @@ def run_demo(duration=10.0, output="demo_output", robot="arm", mismatch=False, m
     path = os.path.join(output, name.replace(".yaml", ".png"))
     plot(monitor.recorder, path)
     figures = summary(monitor.recorder)
-    loop_summary(monitor.recorder)
+    figures.update(loop_summary(monitor.recorder))
     print(f"plot: {path}")
     return 0, figures
 
@@ -168,7 +168,7 @@ def command_gaps(times_ns):
 
 def loop_summary(recorder):
     """The loop as seen from outside (the commands' source timestamps) and as the controller
-    reports it (its last /diagnostics)."""
+    reports it (its last /diagnostics); printed, and the controller's tick CPU time returned."""
     gaps = command_gaps(recorder.command_times())
     if gaps.size:
         p50, p99 = np.percentile(gaps, [50, 99]) * 1e3
@@ -180,6 +180,7 @@ def loop_summary(recorder):
               f"{loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks, tick CPU p50 "
               f"{loop.get('tick cpu p50 [ms]', '?')} ms, p99 {loop.get('tick cpu p99 [ms]', '?')} ms, tick "
               f"duration p50 {loop.get('compute p50 [ms]', '?')} ms, p99 {loop.get('compute p99 [ms]', '?')} ms")
+    return {key: float(loop[key]) for key in ("tick cpu p50 [ms]", "tick cpu p99 [ms]") if key in loop}
 
 
 def summary(recorder):
