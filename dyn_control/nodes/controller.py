@@ -163,7 +163,6 @@ class ControllerNode(LoopNode):
     # ---------------------------------------------------------------- lifecycle
     def on_configure(self, state):
         self.state = "configuring"
-        self._note_preload()
         try:
             values = params.read(self, PARAMETERS, params.PHASES)
             check_values(values)

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 import threading
-import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
@@ -47,8 +46,6 @@ class LoopNode(LifecycleNode):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.state = "unconfigured"
         self.loop = None
-        self._preload_started = None         # time.monotonic() when the kernels' preload started
-        self._preload = None                 # its thread
         self._configured = None              # objects of a configured node (see _build)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", qos.STATE)
         # a steady clock: diagnostics go on with use_sim_time and no /clock (a paused simulation)
@@ -85,16 +82,7 @@ class LoopNode(LifecycleNode):
         """Start loading the loop's compiled kernels (for a tree or, with mapping.name set, a closed
         chain) on a thread of their own, ahead of configure."""
         closed_chain = bool(self.get_parameter("mapping.name").value)
-        self._preload_started = time.monotonic()
-        self._preload = preload.in_background(lambda: self.KERNELS(closed_chain), self.get_logger())
-        return self._preload
-
-    def _note_preload(self):
-        """At the start of configure: say so in the log when the preload is still loading (Numba
-        compiling what its cache lacks): configure waits for what it needs of it."""
-        if self._preload is not None and self._preload.is_alive():
-            self.get_logger().info(f"configure: the loop kernels are still loading (for "
-                                   f"{time.monotonic() - self._preload_started:.0f} s); configure waits for them")
+        return preload.in_background(lambda: self.KERNELS(closed_chain), self.get_logger())
 
     def on_cleanup(self, state):
         self._destroy_entities()

@@ -126,7 +126,6 @@ class SimulatorNode(LoopNode):
     # ---------------------------------------------------------------- lifecycle
     def on_configure(self, state):
         self.state = "configuring"
-        self._note_preload()
         try:
             values = params.read(self, PARAMETERS, params.PHASES)
             self._check(values)
