@@ -93,7 +93,8 @@ def test_lifecycle_and_parameter_services_answer_while_a_first_configure_compile
         get_parameters = client.client(GetParameters, "/dyn_simulator/get_parameters")
         list_parameters = client.client(ListParameters, "/dyn_simulator/list_parameters")
         set_parameters = client.client(SetParameters, "/dyn_simulator/set_parameters")
-        configure = change_state.call_async(ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
+        configure = change_state.call_async(ChangeState.Request(
+            transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
         # each request waits for its answer; each answer must come while the configure still runs
         requests = {
             "get_state": lambda: get_state.call_async(GetState.Request()),
@@ -111,8 +112,7 @@ def test_lifecycle_and_parameter_services_answer_while_a_first_configure_compile
         for name, request in requests.items():
             answers[name] = answer(request(), ANSWER_TIMEOUT)
             assert answers[name] is not None, f"{name}: no answer within {ANSWER_TIMEOUT} s"
-            assert not configure.done(), f"{name} answered only after the configure (it was not compiling long enough " \
-                                         f"to tell)"
+            assert not configure.done(), f"{name} answered only after the configure (too short a compile to tell)"
         assert answers["get_state"].current_state.id == State.TRANSITION_STATE_CONFIGURING
         assert answers["get_available_transitions"] is not None
         values = answers["get_parameters"].values
@@ -123,7 +123,8 @@ def test_lifecycle_and_parameter_services_answer_while_a_first_configure_compile
         assert not refused.successful and "rate_hz is read on configure" in refused.reason
         configured = answer(configure, CONFIGURE_TIMEOUT)
         assert configured is not None and configured.success
-        assert answer(get_state.call_async(GetState.Request()), ANSWER_TIMEOUT).current_state.id == State.PRIMARY_STATE_INACTIVE
+        state = answer(get_state.call_async(GetState.Request()), ANSWER_TIMEOUT).current_state
+        assert state.id == State.PRIMARY_STATE_INACTIVE
         values = answer(get_parameters.call_async(GetParameters.Request(names=["command_timeout", "rate_hz"])),
                         ANSWER_TIMEOUT).values
         assert (values[0].double_value, values[1].double_value) == (0.25, 1000.0)
@@ -228,8 +229,10 @@ def test_the_install_step_fills_the_cache_that_the_installed_nodes_use(tmp_path)
     prefix, build = tmp_path / "install", tmp_path / "build"
     build.mkdir()
     env = {name: value for name, value in os.environ.items() if name not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
-    install = subprocess.run([sys.executable, "setup.py", "egg_info", "--egg-base", str(build), "build", "--build-base",
-                              str(build / "build"), "install", "--prefix", str(prefix), "--record", str(build / "files"),
+    # the arguments colcon build passes (colcon_core's python build task)
+    install = subprocess.run([sys.executable, "setup.py", "egg_info", "--egg-base", str(build),
+                              "build", "--build-base", str(build / "build"),
+                              "install", "--prefix", str(prefix), "--record", str(build / "files"),
                               "--single-version-externally-managed"], cwd=REPOSITORY,
                              env=dict(env, DYN_CONTROL_COMPILE="simulator"), capture_output=True, text=True,
                              timeout=600)
