@@ -14,6 +14,11 @@ TEST_STAMP := $(VENV)/.installed-test
 CONTROL_MSGS_STAMP := $(VENV)/.installed-control-msgs
 CONTROL_MSGS_BUILD := build/control_msgs
 CMAKE ?= cmake
+# the loop kernels compiled into the Numba cache (as setup.py's install step does for an installed
+# copy), so that the nodes of the demo and of the suite start in seconds; again after a change of
+# the sources (only what changed compiles). The stamp lives in the cache it stands for.
+KERNELS_STAMP := $(NUMBA_CACHE_DIR)/.dyn_control-compiled
+SOURCES := $(shell find dyn_control -name '*.py')
 
 .PHONY: demo test test-nojit bench install control-msgs clean
 
@@ -50,21 +55,26 @@ $(TEST_STAMP): $(RUN_STAMP) $(CONTROL_MSGS_STAMP) requirements/test.txt
 	$(PIP) install -r requirements/test.txt
 	touch $@
 
-install: $(RUN_STAMP) $(CONTROL_MSGS_STAMP)
+$(KERNELS_STAMP): $(RUN_STAMP) $(SOURCES)
+	mkdir -p $(NUMBA_CACHE_DIR)
+	$(VENV)/bin/dyn-control compile
+	touch $@
+
+install: $(RUN_STAMP) $(CONTROL_MSGS_STAMP) $(KERNELS_STAMP)
 
 # bytecode of the package, as an install writes it: every node process would otherwise compile our
 # sources at start (0.2 s each where PYTHONDONTWRITEBYTECODE is set); stale files are recompiled
 BYTECODE := $(PY) -m compileall -q dyn_control
 
-demo: $(RUN_STAMP)
+demo: $(RUN_STAMP) $(KERNELS_STAMP)
 	$(BYTECODE)
 	$(VENV)/bin/dyn-control demo
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(KERNELS_STAMP)
 	$(PY) -m pytest -q -rs test
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -rs -m kernels test
 
-bench: $(TEST_STAMP)
+bench: $(TEST_STAMP) $(KERNELS_STAMP)
 	$(BYTECODE)
 	$(PY) bench/run.py
 

@@ -1,7 +1,11 @@
 import glob
 import os
+import subprocess
+import sys
 
 from setuptools import find_packages, setup
+from setuptools.command.develop import develop
+from setuptools.command.install import install
 
 package_name = "dyn_control"
 
@@ -14,6 +18,50 @@ def tree(folder):
             target = os.path.join("share", package_name, root)
             entries.append((target, [os.path.join(root, f) for f in sorted(files)]))
     return entries
+
+
+def compile_kernels(package_root, prefix=None):
+    """After an install (or develop): `dyn-control compile` on the copy in `package_root` (the folder
+    holding dyn_control/), so that its nodes start with the loop kernels in the Numba cache. The
+    cache is the one that copy uses at run time with the same environment: NUMBA_CACHE_DIR when
+    set, else __pycache__ next to its modules (Numba's own choice). `prefix`: the install prefix,
+    for the ament index (where the bundled robots are found). DYN_CONTROL_COMPILE: unset or "all",
+    every kernel; "none", skip; else names of `dyn-control compile` (e.g. "simulator"). A failure
+    is a warning: the nodes then compile at their first start."""
+    names = os.environ.get("DYN_CONTROL_COMPILE", "all").replace(",", " ").split()
+    if names == ["none"]:
+        return
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    if prefix is not None:
+        env["AMENT_PREFIX_PATH"] = os.pathsep.join(filter(None, [prefix, os.environ.get("AMENT_PREFIX_PATH")]))
+    command = [sys.executable, "-m", "dyn_control.nodes.cli", "compile"] + ([] if names == ["all"] else names)
+    # run from package_root: the copy compiled is the one there, not a checkout in the current folder
+    if subprocess.run(command, cwd=package_root, env=env).returncode != 0:
+        print("WARNING: compiling the loop kernels failed (see above): the nodes will compile them at their "
+              "first start (about a minute); run `dyn-control compile` to do it beforehand", file=sys.stderr)
+
+
+class InstallAndCompile(install):
+    """setup.py install (colcon build), then the loop kernels compiled for the installed copy; not in a
+    staged install (--root: the files are not where they will run)."""
+
+    def run(self):
+        super().run()
+        if self.root is None:
+            compile_kernels(self.install_lib, self.install_data)
+        else:
+            print(f"not compiling the loop kernels in a staged install (--root {self.root}): run `dyn-control "
+                  "compile` once installed")
+
+
+class DevelopAndCompile(develop):
+    """setup.py develop (colcon build --symlink-install), then the loop kernels compiled for the
+    sources it links."""
+
+    def run(self):
+        super().run()
+        if not getattr(self, "uninstall", False):      # (older setuptools: develop --uninstall)
+            compile_kernels(os.path.dirname(os.path.abspath(__file__)))
 
 
 setup(
@@ -43,6 +91,7 @@ setup(
     description="Real-time model-based control with Numba rigid-body dynamics for ROS 2",
     license="BSD-3-Clause",
     tests_require=["pytest"],
+    cmdclass={"install": InstallAndCompile, "develop": DevelopAndCompile},
     entry_points={
         "console_scripts": [
             "dyn-control = dyn_control.nodes.cli:main",

@@ -2,7 +2,7 @@
 
     dyn-control bringup CONFIG.yaml [--duration S] [--namespace NS]
     dyn-control demo [--robot arm|five_bar] [--duration S] [--output DIR]
-    dyn-control compile
+    dyn-control compile [KERNELS ...]
 
 bringup starts each node of a ROS 2 parameter file (the `node_name: ros__parameters: {...}` format
 that the launch files pass too) in a process of its own, as ros2 launch does (one interpreter
@@ -26,9 +26,9 @@ demo is bringup of the bundled config/demo.yaml (7-DoF arm, builtin simulator, s
 tracking and wrench estimation in demo_output/ and the loop's figures measured from outside.
 
 compile fills the Numba cache with every kernel the nodes' loops call, ahead of a first configure
-that would otherwise compile them (about a minute on a 2-core machine; a ros2 launch lifecycle
-request may time out meanwhile). The kernels do not depend on the robot (Numba compiles per
-argument type), so the bundled arm serves for all.
+that would otherwise compile them (about 1.5 minutes of CPU for all). The package's install step
+(setup.py install / develop, as colcon build runs them) does it for the installed copy. The kernels
+do not depend on the robot (Numba compiles per argument type), so the bundled robots serve for all.
 
 DDS discovery stays on this machine: main() sets ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST unless the
 environment already sets it.
@@ -402,13 +402,23 @@ class _StatusThread:
             self.monitor.status(self.phase["name"], time.monotonic() - self.phase["since"])
 
 
-def compile_kernels():
-    """Compile (or load) every kernel of the controller's and the simulator's loops; prints the time."""
-    from .preload import all_kernels
+def compile_kernels(names=None):
+    """Compile (or load) the kernels of the loops named (preload.LOADERS; default: every one) into
+    the Numba cache; prints the progress and the time."""
+    from .preload import LOADERS, progress
+    names = names or list(LOADERS)
+    unknown = [name for name in names if name not in LOADERS]
+    if unknown:
+        print(f"compile: no kernels named {', '.join(unknown)}; choose among {', '.join(LOADERS)}", file=sys.stderr)
+        return 2
     start = time.perf_counter()
-    print(f"compiling the loops' kernels into the Numba cache ({os.environ.get('NUMBA_CACHE_DIR', 'next to the modules')})")
-    all_kernels()
-    print(f"done in {time.perf_counter() - start:.1f} s")
+    where = os.environ.get("NUMBA_CACHE_DIR") or "next to the modules (__pycache__)"
+    print(f"compiling the loop kernels ({', '.join(names)}) into the Numba cache: {where}", flush=True)
+    with progress(lambda line: print(line, flush=True), "compiling") as compiles:
+        for name in names:
+            LOADERS[name]()
+    print(f"done in {time.perf_counter() - start:.1f} s ({compiles.count} functions compiled, the rest loaded "
+          f"from the cache)", flush=True)
     return 0
 
 
@@ -422,8 +432,10 @@ def main(argv=None):
                     "(default: until Ctrl-C)")
     up.add_argument("--namespace", default="/", help="namespace of the nodes keyed by wildcards "
                     "(/**/dyn_controller:); default /")
-    commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (once, ahead of a "
-                        "first configure)")
+    compile_args = commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (ahead of "
+                                       "a first configure; the install step does it)")
+    compile_args.add_argument("kernels", nargs="*", metavar="KERNELS", help="some of controller, simulator, "
+                              "closed_chain_controller, closed_chain_simulator (default: all)")
     commands.add_parser("faults", help="the controller under injected faults (outages of its joint states, a "
                         "paused process, deactivate and shutdown), judged from outside")
     demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm or spherical five-bar")
@@ -442,7 +454,7 @@ def main(argv=None):
             parser.error(f"no such file: {args.config}")
         return bringup(os.path.abspath(args.config), args.duration, namespace="/" + args.namespace.strip("/"))
     if args.command == "compile":
-        return compile_kernels()
+        return compile_kernels(args.kernels)
     if args.command == "faults":
         from .faults import main as faults
         return faults()

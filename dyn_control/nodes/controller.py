@@ -434,7 +434,9 @@ class ControllerNode(LoopNode):
         if reason is None:
             try:
                 values = params.merged(self, PARAMETERS, changes)
-                c = self._configured
+                # while configuring (a set may run beside it) the configuration is not complete: the live
+                # values are read on activate
+                c = self._configured if self.state != "configuring" else None
                 check_values(values, None if c is None else len(c.controlled))
                 if c is not None:
                     self._apply_live(values)

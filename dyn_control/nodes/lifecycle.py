@@ -1,6 +1,9 @@
 """What the controller and the simulator nodes share: a lifecycle node with declared parameters, a
 loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, and the `main` of a console script, which
-preloads the loop's kernels while the node waits for its configure (preload.py)."""
+preloads the loop's kernels while the node waits for its configure (preload.py).
+
+Services answer at any moment, a first configure compiling for a minute included: the node's
+callbacks run on a MultiThreadedExecutor in two groups (see LoopNode._group_callbacks)."""
 import os
 import signal
 import sys
@@ -8,6 +11,10 @@ import threading
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
+from lifecycle_msgs.srv import GetAvailableStates, GetAvailableTransitions, GetState
+from rcl_interfaces.srv import (DescribeParameters, GetParameters, GetParameterTypes, ListParameters, SetParameters,
+                                SetParametersAtomically)
+from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -15,6 +22,13 @@ from rclpy.signals import SignalHandlerOptions
 
 from . import param_files, params, preload, qos
 from .stop_flag import StopFlag
+
+# services that only read (the lifecycle state and transitions; parameter values, types, names and
+# descriptions): answered at any moment, beside any callback
+QUERIES = (GetState, GetAvailableStates, GetAvailableTransitions, DescribeParameters, GetParameters,
+           GetParameterTypes, ListParameters)
+PARAMETER_SETS = (SetParameters, SetParametersAtomically)
+EXECUTOR_THREADS = 2     # a transition (a first configure may compile for a minute), and the rest beside it
 
 
 class LoopNode(LifecycleNode):
@@ -26,6 +40,7 @@ class LoopNode(LifecycleNode):
 
     def __init__(self, node_name, parameters, parameter_prefix, **kwargs):
         super().__init__(node_name, **kwargs)
+        self._group_callbacks()
         params.declare(self, parameters)
         params.declare_group(self, parameter_prefix)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -36,6 +51,32 @@ class LoopNode(LifecycleNode):
         # a steady clock: diagnostics go on with use_sim_time and no /clock (a paused simulation)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics,
                                                     clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    @property
+    def state(self):
+        """The lifecycle state as the subclasses set it: unconfigured, configuring, inactive, active, finalized."""
+        return self._state
+
+    @state.setter
+    def state(self, value):
+        self._state = value
+        if self.executor is not None:
+            self.executor.wake()      # its next wait may take parameter sets beside a configure, or no longer
+
+    def _group_callbacks(self):
+        """The queries (QUERIES) in a reentrant group: answered at once, also while a transition runs.
+        Everything else (change_state, parameter sets, timers, subscriptions) in the node's default
+        group, one callback at a time as rclpy's, except that parameter sets run beside a configure
+        (_OneAtATimeButConfigure). rclpy puts the lifecycle and parameter services in the default
+        group, which a first configure compiling the kernels would hold for a minute."""
+        queries = ReentrantCallbackGroup()
+        rclpys = self._default_callback_group
+        self._default_callback_group = _OneAtATimeButConfigure(lambda: self._state == "configuring")
+        for entity in (*self.services, *self.subscriptions, *self.timers, *self.clients, *self.waitables):
+            if entity.callback_group is rclpys:
+                group = queries if getattr(entity, "srv_type", None) in QUERIES else self._default_callback_group
+                entity.callback_group = group
+                group.add_entity(entity)
 
     def preload_kernels(self):
         """Start loading the loop's compiled kernels (for a tree or, with mapping.name set, a closed
@@ -73,6 +114,39 @@ class LoopNode(LifecycleNode):
             self.loop.stop()
 
 
+class _OneAtATimeButConfigure(CallbackGroup):
+    """rclpy's MutuallyExclusiveCallbackGroup (one callback at a time), except that while
+    `configuring()` (a configure transition runs) a parameter set may run beside it. A configure
+    has read its parameters at its start: one read on configure is refused while it runs
+    (params.refusal), the others are stored and read on activate; a set never interleaves with
+    the other transitions, which read and apply the parameters."""
+
+    def __init__(self, configuring):
+        super().__init__()
+        self._configuring = configuring
+        self._running = []
+        self._lock = threading.Lock()
+
+    def _may_start(self, entity):
+        return not self._running or (len(self._running) == 1 and getattr(entity, "srv_type", None) in PARAMETER_SETS
+                                     and self._configuring())
+
+    def can_execute(self, entity):
+        with self._lock:
+            return self._may_start(entity)
+
+    def beginning_execution(self, entity):
+        with self._lock:
+            if not self._may_start(entity):
+                return False
+            self._running.append(entity)
+            return True
+
+    def ending_execution(self, entity):
+        with self._lock:
+            self._running.remove(entity)
+
+
 def spin(node_class, args=None):
     """`ros2 run dyn_control <node>` (and each process of `dyn-control bringup`): spin one node,
     configured and activated at once when its `autostart` parameter is true. The loop's kernels
@@ -96,7 +170,7 @@ def spin(node_class, args=None):
     node = node_class()
     node.preload_kernels()
     params.report_parameter_files(node, param_files.files_in(sys.argv if args is None else args))
-    executor = MultiThreadedExecutor()
+    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
     spinner.start()

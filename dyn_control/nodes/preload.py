@@ -6,14 +6,21 @@ robot then calls with its own buffers: that configure finds them loaded. A node 
 at once, on a thread of its own (`in_background`), so that the work (about 0.6 s CPU with a warm
 cache: Numba's first use and the cache loads; about a minute with an empty one) runs while the
 process is still being discovered and its configure request is on its way, not after it. A
-configure that comes earlier waits on Numba's compiler lock for what is still loading.
+configure that comes earlier waits on Numba's compiler lock for what is still loading. A load that
+takes longer than PROGRESS_PERIOD (Numba compiling what its cache lacks) says so in the log every
+PROGRESS_PERIOD, with the number of functions compiled so far.
 
-`dyn-control compile` runs every loader here in the foreground, closed chains included.
+`dyn-control compile` runs the loaders here (LOADERS, all by default) in the foreground; the
+package's install step runs it (setup.py), so that an installed package starts with a filled cache.
 """
+import contextlib
 import threading
 import time
 
 import numpy as np
+from numba.core import event
+
+PROGRESS_PERIOD = 10.0      # [s] between the progress lines of a long load
 
 
 def controller_kernels(closed_chain=False):
@@ -74,24 +81,67 @@ def simulator_kernels(closed_chain=False):
     rcl_io.preload()
 
 
-def all_kernels():
-    """Every loader above: what `dyn-control compile` puts in the Numba cache."""
-    for closed_chain in (False, True):
-        controller_kernels(closed_chain)
-        simulator_kernels(closed_chain)
+# what `dyn-control compile` can load, by name: every one by default
+LOADERS = {
+    "controller": lambda: controller_kernels(False),
+    "simulator": lambda: simulator_kernels(False),
+    "closed_chain_controller": lambda: controller_kernels(True),
+    "closed_chain_simulator": lambda: simulator_kernels(True),
+}
+
+
+class _Compiles(event.Listener):
+    """Counts the functions Numba compiles in this process (a load from its cache is no compile)
+    and keeps the name of the latest."""
+
+    def __init__(self):
+        self.count = 0
+        self.latest = None
+
+    def on_start(self, ev):
+        self.latest = ev.data["dispatcher"].py_func.__qualname__
+
+    def on_end(self, ev):
+        self.count += 1
+
+
+@contextlib.contextmanager
+def progress(report, what):
+    """Within: every PROGRESS_PERIOD seconds, report(line) says for how long `what` has been going
+    on and how many functions Numba has compiled so far. Yields the counter (its .count)."""
+    compiles = _Compiles()
+    done = threading.Event()
+    start = time.monotonic()
+
+    def reporting():
+        while not done.wait(PROGRESS_PERIOD):
+            report(f"{what}: {time.monotonic() - start:.0f} s so far; Numba has compiled {compiles.count} functions "
+                   f"its cache lacked (the latest: {compiles.latest})")
+
+    event.register("numba:compile", compiles)
+    reporter = threading.Thread(target=reporting, name="compile progress", daemon=True)
+    reporter.start()
+    try:
+        yield compiles
+    finally:
+        done.set()
+        event.unregister("numba:compile", compiles)
 
 
 def in_background(loader, logger):
-    """Run `loader` on a daemon thread, reporting through `logger` (an rclpy logger) how long it
-    took; a failure is a warning only (configure then compiles, and reports, what it needs)."""
+    """Run `loader` on a daemon thread, reporting through `logger` (an rclpy logger) its progress
+    (see progress) and how long it took; a failure is a warning only (configure then compiles,
+    and reports, what it needs)."""
     def run():
         start = time.perf_counter()
         try:
-            loader()
+            with progress(logger.info, "loading the loop kernels") as compiles:
+                loader()
         except Exception as error:  # noqa: BLE001 - a preload is an optimisation, never a failure
             logger.warning(f"preloading the loop kernels failed ({error}); configure will compile them")
             return
-        logger.info(f"loop kernels preloaded in {time.perf_counter() - start:.2f} s")
+        compiled = f", {compiles.count} functions compiled (Numba's cache lacked them)" if compiles.count else ""
+        logger.info(f"loop kernels preloaded in {time.perf_counter() - start:.2f} s{compiled}")
     thread = threading.Thread(target=run, name="preload kernels", daemon=True)
     thread.start()
     return thread
