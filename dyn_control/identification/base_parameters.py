@@ -124,7 +124,7 @@ def unexcited_combinations(base, W):
     Wb = W[:, base.independent]
     norms = np.linalg.norm(Wb, axis=0)
     zero = norms == 0.0
-    _, R, pivots = scipy.linalg.qr(Wb[:, ~zero] / norms[~zero], mode="r", pivoting=True)
+    R, pivots = scipy.linalg.qr(Wb[:, ~zero] / norms[~zero], mode="r", pivoting=True)
     diagonal = np.abs(np.diag(R))
     rank = int(np.sum(diagonal > EXCITATION_TOLERANCE * diagonal[0])) if diagonal.size else 0
     lacking = np.flatnonzero(~zero)[pivots[rank:]]

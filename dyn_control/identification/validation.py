@@ -1,0 +1,55 @@
+"""Validation of identified parameters on held-out data: joint torques predicted by a model (tau =
+Y(q, v, a) theta) against the measured ones, per joint RMS error absolute and relative to the
+measured torque's RMS; the table and the plot of `dyn-control identify`.
+"""
+import numpy as np
+
+from .base_parameters import regressor_rows, standard_parameters
+
+
+class TorqueErrors:
+    """Per joint: rms (RMS prediction error [N m]), torque_rms (RMS of the measured torque) and
+    relative (rms / torque_rms)."""
+
+    def __init__(self, measured, predicted):
+        self.rms = np.sqrt(np.mean((predicted - measured) ** 2, axis=0))
+        self.torque_rms = np.sqrt(np.mean(measured ** 2, axis=0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.relative = np.where(self.torque_rms > 0.0, self.rms / self.torque_rms, np.inf)
+
+
+def predicted_torques(model, samples, joint_terms):
+    """(N, nv): the model's joint torques at the samples' (q, v, a)."""
+    W = regressor_rows(model, samples.q, samples.v, samples.a, joint_terms)
+    return (W @ standard_parameters(model, joint_terms)).reshape(len(samples), model.nv)
+
+
+def table(joints, prior, identified):
+    """The validation table: per joint the torque RMS, the prior's and the identified model's error."""
+    lines = [f"{'joint':24s} {'torque RMS':>11s} {'prior error':>19s} {'identified error':>19s}"]
+    for k, joint in enumerate(joints):
+        lines.append(f"{joint:24s} {prior.torque_rms[k]:9.4g} Nm "
+                     f"{prior.rms[k]:9.4g} ({100 * prior.relative[k]:5.1f} %) "
+                     f"{identified.rms[k]:9.4g} ({100 * identified.relative[k]:5.2f} %)")
+    return "\n".join(lines)
+
+
+def plot(path, t, measured, prior, identified, joints):
+    """A PNG: per joint, the measured torque and the prior's and the identified model's predictions."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    n = len(joints)
+    figure, axes = plt.subplots(n, 1, figsize=(10, 1.8 * n + 1), sharex=True, squeeze=False)
+    for k, ax in enumerate(axes[:, 0]):
+        ax.plot(t, measured[:, k], "k", lw=1.5, label="measured")
+        ax.plot(t, prior[:, k], "tab:orange", lw=1, label="prior")
+        ax.plot(t, identified[:, k], "tab:blue", lw=1, ls="--", label="identified")
+        ax.set_ylabel(f"{joints[k]}\n[N m]", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(loc="upper right", fontsize=8, ncol=3)
+    axes[0, 0].set_title("joint torques on the held-out data")
+    axes[-1, 0].set_xlabel("time [s]")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
