@@ -20,6 +20,8 @@ solved through the Delassus matrix G = J M^-1 J^T (a pseudo-inverse for redundan
 minimum-norm forces; the whole KKT matrix by least squares when M is singular, as with the
 massless cut body of a loop closure). Impulse dynamics (sec. XII, eq. 423) with restitution e:
     M (v+ - v-) = J^T Lambda,             J v+ = -e J v-.
+M and b are the model's with its joint terms (armature: M + diag(I_a); friction F_v v + F_c sgn_s(v)
+in b, as in crba and nonlinear_effects); an impulse acts in no time, so friction does not enter it.
 Models with coupled mimic joints are not supported here.
 
 constrained_dynamics and impulse_dynamics run compiled (kernels/constrained_dynamics.py: rows, M and

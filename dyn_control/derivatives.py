@@ -4,6 +4,10 @@ Same pattern as dynamics.py: inputs brought to one form and shapes checked here,
 finiteness of inputs and results, results are read-only views of Data buffers (copy to keep).
 Models with coupled mimic joints go through the tree kernels and the coupling matrix G
 (q_tree = G q + offset, tau = G^T tau_tree).
+
+Joint terms (model.py, kernels/joint_terms.py) are included as in dynamics.py: d tau / d v gains
+diag(F_v + F_c sgn_s'(v)), d tau / d a = M + diag(I_a), M^-1 and the forward-dynamics derivatives
+follow; with joint_terms=True the regressor gains their columns [a_i, v_i, sgn_s(v_i)] per joint.
 """
 import numpy as np
 
@@ -11,6 +15,7 @@ from .dynamics import (_F64, _FAST_REFUSED, aba, as_real_array, as_vector, check
                        coupled_result, coupled_tree_state, crba, external_forces, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
+from .kernels import joint_terms as _joint
 from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
 from .kernels import rnea_derivatives as _rnea_derivatives
@@ -18,6 +23,7 @@ from .model import Model
 
 # fast paths: one strict compiled call (see dynamics.py)
 _fast_regressor = strict(_entry.regressor)
+_fast_regressor_full = strict(_entry.regressor_full)
 _fast_rnea_derivatives = strict(_entry.rnea_derivatives)
 _fast_minverse = strict(_entry.minverse)
 _fast_aba_derivatives = strict(_entry.aba_derivatives)
@@ -31,10 +37,24 @@ def _regressor_tree(model, data, q, v, a, Y):
     return Y
 
 
-def regressor(model, data, q, v, a):
-    """Joint torque regressor Y (nv, 10 * nbodies) with rnea(q, v, a) = Y @ model.inertial_parameters()
-    (per body [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz], inertia about the body origin)
-    -> data.Y."""
+def _full_regressor_tree(model, data, q, v, a, Y, Y_full):
+    """Y_full = [Y | joint block] of the tree (kernels/joint_terms.py)."""
+    nb = model.nbodies
+    _regressor_tree(model, data, q, v, a, Y)
+    Y_full[:, :10 * nb] = Y
+    _joint.joint_regressor(v, a, Y_full, 10 * nb)
+    return Y_full
+
+
+def regressor(model, data, q, v, a, joint_terms=False):
+    """Joint torque regressor, linear in the model's parameters:
+    joint_terms=False: Y (nv, 10 * nbodies) with rnea(q, v, a) = Y @ model.inertial_parameters()
+    (per body [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz], inertia about the body origin), the
+    rigid body alone -> data.Y;
+    joint_terms=True: Y (nv, 13 * nbodies) with rnea(q, v, a) = Y @ model.parameters(): the columns
+    above, then per joint [a_i, v_i, sgn_s(v_i)] in row i for [armature, viscous, coulomb] -> data.Y_full."""
+    if joint_terms:
+        return _regressor_full(model, data, q, v, a)
     try:
         if q.dtype is v.dtype is a.dtype is _F64 and _fast_regressor(model._buf, data._buf, q, v, a) == _entry.OK:
             return data.Y
@@ -55,17 +75,40 @@ def regressor(model, data, q, v, a):
     return data.Y
 
 
+def _regressor_full(model, data, q, v, a):
+    try:
+        if (q.dtype is v.dtype is a.dtype is _F64
+                and _fast_regressor_full(model._buf, data._buf, q, v, a) == _entry.OK):
+            return data.Y_full
+    except _FAST_REFUSED:
+        pass
+    check_model_data(model, data)
+    nv = model.nv
+    q = as_vector("q", q, nv)
+    v = as_vector("v", v, nv)
+    a = as_vector("a", a, nv)
+    if model.coupling is None:
+        if compiled_call(_entry.regressor_full, model._buf, data._buf, q, v, a) != _entry.OK:
+            _full_regressor_tree(model, data, q, v, a, data._Y, data._Y_full)
+        return data.Y_full
+    q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
+    Y_tree = _full_regressor_tree(model, data, q_t, v_t, a_t, data._Y_tree, data._Y_full_tree)
+    coupled_result(data._Y_full, model.coupling.T @ Y_tree, q=q, v=v, a=a)
+    return data.Y_full
+
+
 def _rnea_derivatives_tree(model, data, q, v, a, f_ext):
     if not _rnea_derivatives.rnea_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
             model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
             data._deriv_vectors, data._tmp6, data._derivatives_tree):
         raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
+    _joint.add_joint_derivatives(model._joint_terms, v, data._derivatives_tree[1], data._derivatives_tree[2])
 
 
 def rnea_derivatives(model, data, q, v, a, f_ext=None):
     """First-order derivatives of tau = rnea(q, v, a, f_ext): (dtau_dq, dtau_dv, M) -> data.dtau_dq,
-    data.dtau_dv, data.dtau_da, each (nv, nv); M = d tau / d a. f_ext: None or (nbodies, 6), each
+    data.dtau_dv, data.dtau_da, each (nv, nv); M = d tau / d a (M(q) + diag(I_a)). f_ext: None or (nbodies, 6), each
     body's spatial force [n; f] in its own frame (constant in that frame)."""
     try:
         if (f_ext is None and q.dtype is v.dtype is a.dtype is _F64
@@ -105,7 +148,8 @@ def _inverse_of(model, M):
 
 
 def minverse(model, data, q):
-    """M(q)^-1 (nv, nv), full symmetric, by the articulated-body algorithm in O(n^2) -> data.Minv."""
+    """(M(q) + diag(I_a))^-1 (nv, nv), full symmetric, by the articulated-body algorithm in O(n^2)
+    -> data.Minv."""
     try:
         if q.dtype is _F64 and _fast_minverse(model._buf, data._buf, q) == _entry.OK:
             return data.Minv
@@ -119,7 +163,7 @@ def minverse(model, data, q):
         coupled_result(data._Minv, _inverse_of(model, crba(model, data, q)), q=q)
         return data.Minv
     status = _minverse.minverse(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                model._phi, q, data._R, data._p, data._oR, data._op, data._ophi_c,
+                                model._phi, model._joint_terms, q, data._R, data._p, data._oR, data._op, data._ophi_c,
                                 data._deriv_vectors, data._Minv_IA, data._Minv_F, data._subtree_end,
                                 data._Minv_Dinv, data._Minv)
     if status != _minverse.OK:
@@ -159,10 +203,10 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
         coupled_result(data._ddq_dv, -Minv @ dtau_dv, **inputs)
         return data.ddq_dq, data.ddq_dv, data.Minv
     status = _minverse.aba_derivatives(
-        model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, tau,
-        model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c, data._deriv_vectors,
-        data._tmp6, data._Minv_IA, data._Minv_F, data._subtree_end, data._deriv_joint, data._ddq,
-        data._derivatives_tree)
+        model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, model._joint_terms,
+        q, v, tau, model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
+        data._deriv_vectors, data._tmp6, data._Minv_IA, data._Minv_F, data._subtree_end, data._deriv_joint,
+        data._ddq, data._derivatives_tree)
     if status != _minverse.OK:
         if status == _minverse.NON_FINITE:
             raise non_finite_error(q=q, v=v, tau=tau, f_ext=f_ext)
@@ -218,7 +262,7 @@ def rnea_batch(model, q, v, a):
     tau = np.empty((T, model.nbodies))
     ok = np.empty(T, dtype=np.bool_)
     _batch.rnea_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
-                      model._base_accel, q_t, v_t, a_t, tau, ok)
+                      model._joint_terms, model._base_accel, q_t, v_t, a_t, tau, ok)
     _checked_batch(tau, ok, q=q, v=v, a=a)
     if model.coupling is None:
         return tau
@@ -233,7 +277,7 @@ def rnea_derivatives_batch(model, q, v, a):
     out = np.empty((T, 3, nb, nb))
     ok = np.empty(T, dtype=np.bool_)
     _batch.rnea_derivatives_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                  model._phi, model._base_accel, q_t, v_t, a_t, out, ok)
+                                  model._phi, model._joint_terms, model._base_accel, q_t, v_t, a_t, out, ok)
     _checked_batch(out, ok, q=q, v=v, a=a)
     if model.coupling is not None:
         G = model.coupling
@@ -241,12 +285,12 @@ def rnea_derivatives_batch(model, q, v, a):
     return out[:, 0], out[:, 1], out[:, 2]
 
 
-def regressor_batch(model, q, v, a):
-    """Y (T, nv, 10 * nbodies): the joint torque regressor of every row of q, v, a (each (T, nv)),
-    samples in parallel."""
+def regressor_batch(model, q, v, a, joint_terms=False):
+    """Y (T, nv, 10 * nbodies), or (T, nv, 13 * nbodies) with joint_terms=True: the joint torque
+    regressor (as `regressor`) of every row of q, v, a (each (T, nv)), samples in parallel."""
     (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
     T, nb = q.shape[0], model.nbodies
-    Y = np.empty((T, nb, 10 * nb))
+    Y = np.empty((T, nb, (13 if joint_terms else 10) * nb))
     ok = np.empty(T, dtype=np.bool_)
     _batch.regressor_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
                            model._base_accel, q_t, v_t, a_t, Y, ok)

@@ -9,6 +9,13 @@ their way in and their results on the way out (cheaper than NumPy from Python), 
 turns a refusal into a ValueError naming the arguments: the non-finite ones, or all of them when
 finite inputs overflow. Models with coupled mimic joints go through the tree kernels and the
 coupling matrix G (q_tree = G q + offset, tau = G^T tau_tree).
+
+The model's joint terms (armature I_a, viscous F_v and Coulomb F_c friction per joint, model.py and
+kernels/joint_terms.py) enter everywhere the dynamics do:
+    tau = (M(q) + diag(I_a)) a + C(q, v) v + g(q) + F_v v + F_c sgn_s(v),  sgn_s(v) = tanh(v / v_s):
+rnea, aba, crba (M + diag(I_a)) and nonlinear_effects (= rnea(q, v, 0): C v + g + friction, the bias
+of forward dynamics); gravity and coriolis_matrix stay the rigid body's g(q) and C(q, v).
+Without joint terms every result is the rigid body's, bit for bit.
 """
 import threading
 
@@ -19,6 +26,7 @@ from .kernels import aba as _aba
 from .kernels import coriolis as _coriolis
 from .kernels import crba as _crba
 from .kernels import entry as _entry
+from .kernels import joint_terms as _joint
 from .kernels import kinematics as _kin
 from .kernels import rnea as _rnea
 from .model import Data, Model, as_real_array
@@ -149,7 +157,7 @@ def external_forces(model, data, f_ext):
 def rnea_tree(model, data, q, v, a, f_ext, tau):
     if not _rnea.rnea(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
                       v, a, model._base_accel, f_ext, data._R, data._p, data._V, data._Vdot, data._F,
-                      data._tmp6, tau):
+                      data._tmp6, tau) or not _joint.add_joint_torque(model._joint_terms, v, a, tau):
         raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
     return tau
 
@@ -158,6 +166,7 @@ def crba_tree(model, data, q, M):
     if not _crba.crba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
                       data._R, data._p, data._oR, data._op, data._oS, data._phi_composite, data._F, M):
         raise non_finite_error(q=q)
+    _joint.add_armature(model._joint_terms, M)
     return M
 
 
@@ -189,7 +198,8 @@ def coupled_result(out, value, **inputs):
 
 
 def rnea(model, data, q, v, a, f_ext=None):
-    """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i  -> data.tau (nv,).
+    """Inverse dynamics tau = (M(q) + diag(I_a)) a + C(q, v) v + g(q) + F_v v + F_c sgn_s(v)
+    - sum_i J_i^T f_ext_i  -> data.tau (nv,).
 
     f_ext: None or (nbodies, 6), the spatial force [n; f] on each body, in the body's frame."""
     try:
@@ -223,7 +233,7 @@ def rnea(model, data, q, v, a, f_ext=None):
 
 
 def nonlinear_effects(model, data, q, v):
-    """C(q, v) v + g(q)  -> data.nle (nv,)."""
+    """rnea(q, v, 0) = C(q, v) v + g(q) + F_v v + F_c sgn_s(v)  -> data.nle (nv,)."""
     try:
         if q.dtype is v.dtype is _F64 and _fast_nonlinear_effects(model._buf, data._buf, q, v) == _entry.OK:
             return data.nle
@@ -256,7 +266,7 @@ def gravity(model, data, q):
 
 
 def crba(model, data, q):
-    """Joint-space inertia matrix M(q), full symmetric  -> data.M (nv, nv)."""
+    """Joint-space inertia matrix M(q) + diag(I_a) (rotors included), full symmetric  -> data.M (nv, nv)."""
     try:
         if q.dtype is _F64 and _fast_crba(model._buf, data._buf, q) == _entry.OK:
             return data.M
@@ -275,7 +285,8 @@ def crba(model, data, q):
 
 
 def aba(model, data, q, v, tau, f_ext=None):
-    """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i)  -> data.ddq."""
+    """Forward dynamics a = (M(q) + diag(I_a))^-1 (tau - C(q, v) v - g(q) - F_v v - F_c sgn_s(v)
+    + sum_i J_i^T f_ext_i)  -> data.ddq."""
     try:
         if f_ext is None:
             if q.dtype is v.dtype is tau.dtype is _F64 and _fast_aba(model._buf, data._buf, q, v, tau) == _entry.OK:
@@ -309,10 +320,10 @@ def aba(model, data, q, v, tau, f_ext=None):
                        f_ext=f_ext)
         return data.ddq
     try:
-        finite = _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
-                          v, tau, model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._oS,
-                          data._oV, data._phi_world, data._c, data._IA, data._pA, data._U, data._D, data._u,
-                          data._oA, data._tmp6, data._ddq)
+        finite = _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
+                          model._joint_terms, q, v, tau, model._base_accel, f_ext, data._R, data._p, data._oR,
+                          data._op, data._oS, data._oV, data._phi_world, data._c, data._IA, data._pA, data._U,
+                          data._D, data._u, data._oA, data._tmp6, data._ddq)
     except ZeroDivisionError:
         raise singular_inertia_error(model, data) from None
     if not finite:
@@ -330,7 +341,8 @@ def singular_inertia_error(model, data):
 
 
 def coriolis_matrix(model, data, q, v):
-    """C(q, v) with C v = nonlinear_effects - gravity and Mdot - 2C skew-symmetric  -> data.C."""
+    """C(q, v) of the rigid body, with C v = nonlinear_effects - gravity - friction and Mdot - 2C
+    skew-symmetric  -> data.C."""
     try:
         if q.dtype is v.dtype is _F64 and _fast_coriolis_matrix(model._buf, data._buf, q, v) == _entry.OK:
             return data.C

@@ -10,6 +10,17 @@ and backward passes the other way. parent -1 is the fixed root link ("universe")
 Without mimic coupling the generalized coordinates are the joint angles/displacements one per
 body (nq = nv = nbodies). With `mimic=True` a mimic joint follows its leader,
 q_tree = coupling @ q + coupling_offset, and nq = nv < nbodies.
+
+Besides the bodies' inertial parameters phi, every joint of the tree carries three joint terms
+(kernels/joint_terms.py), joint_terms[i] = [armature, viscous, coulomb]: the reflected rotor inertia
+I_a added to M's diagonal, and viscous and Coulomb friction, so that the dynamics are
+
+    tau = (M(q) + diag(I_a)) a + C(q, v) v + g(q) + F_v v + F_c sgn_s(v),   sgn_s(v) = tanh(v / v_s)
+
+(v_s = kernels.joint_terms.COULOMB_VELOCITY_SCALE). A mimic joint's terms act on its own tree
+coordinate and reach the actuated joints through the coupling, like its inertia. load_urdf leaves them
+zero, as Pinocchio does: the URDF's <dynamics damping friction> stay in `damping` and `friction`,
+applied by nothing, and `with_joint_dynamics(viscous=model.damping, coulomb=model.friction)` applies them.
 """
 import numpy as np
 
@@ -21,6 +32,7 @@ CONTINUOUS = 2
 JOINT_TYPE_NAMES = {REVOLUTE: "revolute", PRISMATIC: "prismatic", CONTINUOUS: "continuous"}
 
 PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
+JOINT_PARAMETER_NAMES = ("armature", "viscous", "coulomb")  # columns of Model.joint_terms
 
 
 def as_real_array(name, x, expected):
@@ -85,13 +97,19 @@ def _frozen(array, dtype=np.float64):
 
 
 class Model:
-    """A robot's kinematic tree and inertial data. Build it with `dyn_control.load_urdf`."""
+    """A robot's kinematic tree, inertial data and joint terms. Build it with `dyn_control.load_urdf`.
+
+    Joint terms (read-only, one per joint of `joint_names`): `armature` [kg m^2 or kg],
+    `viscous_friction` [N m s/rad or N s/m], `coulomb_friction` [N m or N], views of the columns of
+    `joint_terms` (nbodies, 3). `damping` and `friction` are the URDF's <dynamics> values as written,
+    which no computation applies (see the module docstring)."""
 
     def __init__(self, *, name, joint_names, body_names, joint_types, parents, screw_axes, home_R,
                  home_p, inertial_parameters, lower, upper, velocity_limit, effort_limit, damping,
                  friction, frame_names, frame_body, frame_R, frame_p, root_name,
                  coupling=None, coupling_offset=None, mimic_of=None, link_geometry=None,
-                 source_dir=None, gravity=(0.0, 0.0, -9.81), frame_aliases=None, warnings=()):
+                 source_dir=None, gravity=(0.0, 0.0, -9.81), frame_aliases=None, warnings=(),
+                 joint_terms=None):
         self.name = name
         self.warnings = tuple(warnings)  # load_urdf's doubts about the file, one message each
         self.root_name = root_name
@@ -110,6 +128,9 @@ class Model:
         self._effort_limit, self.effort_limit = _frozen(effort_limit)
         self._damping, self.damping = _frozen(damping)
         self._friction, self.friction = _frozen(friction)
+        # [armature, viscous, coulomb] per joint (JOINT_PARAMETER_NAMES), applied by the dynamics
+        self._joint_terms, self.joint_terms = _frozen(np.zeros((self.nbodies, 3)) if joint_terms is None
+                                                      else np.reshape(joint_terms, (self.nbodies, 3)))
         self.frame_names = tuple(frame_names)
         self._frame_body, self.frame_body = _frozen(frame_body, np.int64)  # -1: attached to the root
         self._frame_R, self.frame_R = _frozen(frame_R)  # frame pose in its body's frame
@@ -150,6 +171,7 @@ class Model:
             view.flags.writeable = False
             setattr(self, "_" + name, copy)
             setattr(self, name, view)
+        self.armature, self.viscous_friction, self.coulomb_friction = self.joint_terms.T
 
     def __repr__(self):
         return (f"Model({self.name!r}: {self.nbodies} moving bodies, nq = nv = {self.nv}, "
@@ -199,6 +221,104 @@ class Model:
             check_physical_consistency(phi[i], self.body_names[i])
         return self._replace(inertial_parameters=phi)
 
+    def joint_parameters(self):
+        """The joint terms, (nbodies, 3): per joint of `joint_names`, [armature, viscous, coulomb]
+        (JOINT_PARAMETER_NAMES)."""
+        return self.joint_terms.copy()
+
+    def parameters(self):
+        """The full parameter vector (13 * nbodies,): the inertial block (10 per body, as
+        `inertial_parameters()`) then the joint block (3 per joint, as `joint_parameters()`), so that
+        `regressor(..., joint_terms=True) @ parameters()` is the joint torque. Names: parameter_labels()."""
+        return np.concatenate([self.phi.reshape(-1), self.joint_terms.reshape(-1)])
+
+    def parameter_labels(self):
+        """Names of `parameters()`: "<link>/m", "<link>/hx", ... (PARAMETER_NAMES, body order), then
+        "<joint>/armature", "<joint>/viscous", "<joint>/coulomb" (joint order)."""
+        return ([f"{body}/{p}" for body in self.body_names for p in PARAMETER_NAMES]
+                + [f"{joint}/{p}" for joint in self.joint_names for p in JOINT_PARAMETER_NAMES])
+
+    def with_parameters(self, parameters):
+        """A new Model with every parameter replaced: a (13 * nbodies,) vector as `parameters()`
+        returns it; checked as by with_inertial_parameters and with_joint_dynamics."""
+        nb = self.nbodies
+        x = as_real_array("parameters", parameters, f"an array of {13 * nb} numbers")
+        if x.shape != (13 * nb,):
+            raise ValueError(f"parameters must have shape ({13 * nb},) (10 inertial parameters per body, "
+                             f"then 3 joint terms per joint), got {x.shape}")
+        joint = x[10 * nb:].reshape(nb, 3)
+        model = self.with_inertial_parameters(x[:10 * nb])
+        return model.with_joint_dynamics(armature=joint[:, 0], viscous=joint[:, 1], coulomb=joint[:, 2])
+
+    def with_joint_dynamics(self, armature=None, viscous=None, coulomb=None):
+        """A new Model with joint terms replaced: armature (reflected rotor inertia, added to M's
+        diagonal), viscous (F_v) and coulomb (F_c) friction, tau_i += I_a a_i + F_v v_i + F_c sgn_s(v_i).
+        Each: None keeps the model's, a number sets every joint, or one number per joint of
+        `joint_names`. Values must be finite and >= 0, else a ValueError names the argument and joint."""
+        terms = self.joint_terms.copy()
+        for column, (name, value) in enumerate((("armature", armature), ("viscous", viscous),
+                                               ("coulomb", coulomb))):
+            if value is not None:
+                terms[:, column] = self._per_joint(name, value)
+        return self._replace(joint_terms=terms)
+
+    def _per_joint(self, name, value):
+        """value (a number or one per joint) as (nbodies,) finite, non-negative numbers."""
+        nb = self.nbodies
+        x = as_real_array(name, value, f"a number or {nb} numbers (one per joint)")
+        if x.ndim == 0:
+            x = np.full(nb, float(x))
+        if x.shape != (nb,):
+            raise ValueError(f"{name} must be a number or {nb} numbers (one per joint of "
+                             f"{', '.join(self.joint_names)}), got shape {x.shape}")
+        for joint, entry in zip(self.joint_names, x):
+            if not (np.isfinite(entry) and entry >= 0.0):
+                raise ValueError(f"{name} of joint {joint!r} must be finite and >= 0, got {entry}")
+        return x
+
+    def with_payload(self, frame, mass, center_of_mass=(0.0, 0.0, 0.0), inertia=None):
+        """A new Model whose body carrying `frame` (link or joint name) also carries a rigid payload:
+        mass [kg], center_of_mass (3,) in `frame`'s axes and origin, inertia (3, 3) about the centre
+        of mass in `frame`'s axes (default zero: a point mass). Its parameters (seed "Differential
+        Dynamics and Mesh-Based Inertia", sec. 4: m, h = m c, I about the origin) are moved into the
+        body frame and added to that body's. A ValueError names what is wrong: mass < 0, a non-finite
+        entry, an inertia that is not symmetric, not positive semi-definite or breaks the triangle
+        inequality, or a frame fixed to the root (no body to carry it)."""
+        from .inertia.parameters import transform_phi
+        k = self.frame_id(frame)
+        body = int(self.frame_body[k])
+        if body < 0:
+            raise ValueError(f"frame {frame!r} is fixed to the root link {self.root_name!r}: a payload "
+                             "there moves no joint")
+        m = as_real_array("mass", mass, "a number")
+        if m.shape != () or not np.isfinite(m) or m < 0.0:
+            raise ValueError(f"mass must be a finite number >= 0, got {mass!r}")
+        m = float(m)
+        c = as_real_array("center_of_mass", center_of_mass, "3 numbers")
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise ValueError(f"center_of_mass must be 3 finite numbers, got {center_of_mass!r}")
+        I_c = np.zeros((3, 3)) if inertia is None else as_real_array("inertia", inertia, "a (3, 3) array")
+        if I_c.shape != (3, 3) or not np.all(np.isfinite(I_c)):
+            raise ValueError(f"inertia must be a finite (3, 3) array, got {inertia!r}")
+        if not np.allclose(I_c, I_c.T, rtol=0.0, atol=1e-12 * max(1.0, np.abs(I_c).max())):
+            raise ValueError(f"inertia must be symmetric, got {I_c.tolist()}")
+        I_c = 0.5 * (I_c + I_c.T)
+        J = np.linalg.eigvalsh(I_c)  # principal moments, ascending
+        tol = 1e-9 * np.abs(J).max(initial=0.0)
+        if J[0] < -tol:
+            raise ValueError(f"inertia must be positive semi-definite, got principal moments {J.tolist()}")
+        if J[0] + J[1] < J[2] - tol:
+            raise ValueError("inertia breaks the triangle inequality J1 + J2 >= J3 of a rigid body, got "
+                             f"principal moments {J.tolist()}")
+        if m == 0.0 and np.any(I_c):
+            raise ValueError(f"inertia of a massless payload must be zero, got {I_c.tolist()}")
+        # about the frame's origin (parallel axis), then into the body's frame
+        I_o = I_c + m * (c @ c * np.eye(3) - np.outer(c, c))
+        phi = np.array([m, *(m * c), I_o[0, 0], I_o[1, 1], I_o[2, 2], I_o[0, 1], I_o[0, 2], I_o[1, 2]])
+        phi_all = self.phi.copy()
+        phi_all[body] += transform_phi(phi, self.frame_R[k], self.frame_p[k])
+        return self._replace(inertial_parameters=phi_all)
+
     def total_mass(self):
         return float(self.phi[:, 0].sum())
 
@@ -221,7 +341,7 @@ class Model:
             frame_p=self.frame_p, root_name=self.root_name, coupling=self.coupling,
             coupling_offset=self.coupling_offset, mimic_of=self.mimic_of,
             link_geometry=self.link_geometry, source_dir=self.source_dir, gravity=self.gravity,
-            frame_aliases=self.frame_aliases, warnings=self.warnings)
+            frame_aliases=self.frame_aliases, warnings=self.warnings, joint_terms=self.joint_terms)
         fields.update(changes)
         return Model(**fields)
 
@@ -412,6 +532,12 @@ class Data:
         nb, nv = self.nbodies, self.nv
         self.Y = np.zeros((nv, 10 * nb))       # joint torque regressor: tau = Y phi
         self.Y_tree = np.zeros((nb, 10 * nb)) if self.coupled else self.Y
+
+    @_family("Y_full", "Y_full_tree")
+    def _full_regressor(self):
+        nb, nv = self.nbodies, self.nv
+        self.Y_full = np.zeros((nv, 13 * nb))  # with the joint block: tau = Y_full model.parameters()
+        self.Y_full_tree = np.zeros((nb, 13 * nb)) if self.coupled else self.Y_full
 
     @_family("Minv_F", "derivatives_tree", "dtau_dq", "dtau_dv", "dtau_da", "Minv", "ddq_dq",
                    "ddq_dv")

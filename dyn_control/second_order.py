@@ -6,11 +6,16 @@ tensors are allocated on the first call with a data (4 nv^3 doubles each way, se
 are indexed [i, j, k] =
 d2 y_i / dx_j dx'_k. Models with coupled mimic joints go through the tree kernel and the coupling
 matrix G (q_tree = G q + offset, tau = G^T tau_tree), contracted on every index.
+
+Joint terms (model.py, kernels/joint_terms.py) are included: the armature is constant (M + diag(I_a)
+enters the forward-dynamics tensors, dM_dq is unchanged), viscous friction is linear, and Coulomb
+friction's smooth sign adds F_c sgn_s''(v_i) to d2tau_dv2[i, i, i].
 """
 import numpy as np
 
 from .dynamics import (aba, as_vector, check_model_data, coupled_result, coupled_tree_state, external_forces,
                        non_finite_error)
+from .kernels import joint_terms as _joint
 from .kernels import rnea_second_derivatives as _so
 from .kernels.inputs import all_finite
 
@@ -24,6 +29,8 @@ def _second_tree(model, data, q, v, a, f_ext):
             data._so_vectors, data._so_matrices, data._so_mats, data._so_pair, data._so_tau, data._so_first,
             data._so_second):
         raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
+    _joint.add_joint_derivatives(model._joint_terms, v, data._so_first[1], data._so_first[2])
+    _joint.add_friction_second_derivative(model._joint_terms, v, data._so_second[1])
 
 
 def _inverse_dynamics_second(model, data, q, v, a, f_ext):

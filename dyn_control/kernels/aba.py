@@ -3,20 +3,27 @@ Dynamics", articulated-body inertias; Featherstone's three passes).
 
 Worked in the root frame, as Pinocchio does: a child's articulated inertia and bias force add to
 its parent's without a change of frame, which saves the 6x6 congruence of the body-frame form.
+
+Joint terms (kernels/joint_terms.py) as Pinocchio takes its armature: the rotor inertia I_a adds to
+the joint's D_i = S_i^T IA_i S_i (a 1-DoF inertia on the joint axis, nothing handed to the parent
+but through D_i), and the friction torque F_v v_i + F_c sgn_s(v_i) is known from v alone, so it
+leaves the joint's torque: u_i = tau_i - friction_i - S_i^T pA_i. ABA then solves
+(M + diag(I_a)) a = tau - C v - g - friction.
 """
 from numba import njit
 
 from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
                        motion_to_parent, phi_to_parent_add, spatial_inertia_into)
 from .inputs import all_finite
+from .joint_terms import ARMATURE, friction, has_terms
 from .kinematics import joint_transforms, world_poses
 
 
 @njit(cache=True)
-def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, R, p, oR, op, oS, oV,
-        phi_world, c, IA, pA, U, D, u, A, tmp6, ddq):
-    """ddq = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext_i); A receives the bodies' spatial
-    accelerations in the root frame. Returns False, computing nothing, when q, v or tau is not finite,
+def aba(parents, screw_axes, home_R, home_p, phi, joint_terms, q, v, tau, base_accel, f_ext, R, p, oR, op,
+        oS, oV, phi_world, c, IA, pA, U, D, u, A, tmp6, ddq):
+    """ddq = (M(q) + diag(I_a))^-1 (tau - C(q, v) v - g(q) - friction(v) + sum_i J_i^T f_ext_i); A
+    receives the bodies' spatial accelerations in the root frame. Returns False, computing nothing, when q, v or tau is not finite,
     and False when ddq is not (overflow)."""
     if not (all_finite(q) and all_finite(v) and all_finite(tau)):
         return False
@@ -50,8 +57,10 @@ def aba(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, 
         for r in range(6):
             U[i, r] = (IA[i, r, 0] * S[0] + IA[i, r, 1] * S[1] + IA[i, r, 2] * S[2]
                        + IA[i, r, 3] * S[3] + IA[i, r, 4] * S[4] + IA[i, r, 5] * S[5])
-        D[i] = dot6(S, U[i])
+        D[i] = dot6(S, U[i]) + joint_terms[i, ARMATURE]
         u[i] = tau[i] - dot6(S, pA[i])
+        if has_terms(joint_terms, i):
+            u[i] -= friction(joint_terms, i, v[i])
         j = parents[i]
         if j >= 0:
             # Ia = IA - U U^T / D ; pa = pA + Ia c + U u / D ; both add to the parent's

@@ -8,7 +8,8 @@ A contact set is described by `spec` (nc, 4) int64 rows [frame1, frame2 (-1: the
 Baumgarte gains (those stay on the NumPy path).
 
 M and b(q, v) come from the world motion computed for the rows (world_dynamics: crba's and the
-inverse dynamics' sums in the root frame), so the kinematics run once a call. The solve goes
+inverse dynamics' sums in the root frame), so the kinematics run once a call; the joint terms
+(kernels/joint_terms.py) join them as in crba and nonlinear_effects: M + diag(I_a), b + friction(v). The solve goes
 through the tree-sparse factor of M = L^T L (Featherstone's LTL) and the Cholesky factor of the
 Delassus matrix G = J M^-1 J^T = Z^T Z, Z = L^-T J^T (delassus_solve):
     lam = G^-1 (-gamma - J M^-1 (tau - b)),   a = M^-1 (tau - b) + M^-1 J^T lam.
@@ -24,6 +25,7 @@ from numba import njit
 from ..spatial import cross_force, dot6, inertia_times, phi_to_parent_add
 from . import entry as _e
 from .contact import world_motion
+from .joint_terms import add_armature, add_friction_torque
 from .packed import view
 
 OK = 0
@@ -522,6 +524,10 @@ def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
         return FAILED
     nle = _e.vec(data, _e.NLE, nb)
     M = _e.mat(data, _e.M, nb, nb)
+    joint_terms = _e.mat(model, _e.JOINT_TERMS, nb, 3)
+    add_armature(joint_terms, M)
+    if not add_friction_torque(joint_terms, v, nle):
+        return FAILED
     for i in range(nb):
         a[i] = tau[i] - nle[i]
     for i in range(m):
@@ -551,6 +557,7 @@ def solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impuls
     if not world_dynamics(model, data, nb, False):
         return FAILED
     M = _e.mat(data, _e.M, nb, nb)
+    add_armature(_e.mat(model, _e.JOINT_TERMS, nb, 3), M)
     for i in range(m):
         s = 0.0
         for k in range(nb):

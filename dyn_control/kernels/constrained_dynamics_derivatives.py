@@ -36,6 +36,7 @@ from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleratio
                                    solve_l_columns, tree_solve_columns)
 from .contact import add_force_torque_derivatives, motion_derivatives
 from .inputs import all_finite
+from .joint_terms import add_joint_derivatives
 from .packed import view
 from .rnea_derivatives import derivative_matrices, world_forces
 
@@ -563,6 +564,7 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
     # ID's derivatives at the solution (eqs. 316, 317), on the forward pass's kinematics
     if not _inverse_dynamics_derivatives(model, data, nb, _e.mat(data, _e.OV, nb, 6), v, a, base_accel, tri):
         return FAILED
+    add_joint_derivatives(_e.mat(model, _e.JOINT_TERMS, nb, 3), v, tri[1], tri[2])
     # the bodies' accelerations at a (gravity left out) for the rows: ID's, less the base's
     oA = _e.mat(data, _e.OA, nb, 6)
     oA_g = _e.cube(data, _e.DERIV_VECTORS, 9, nb, 6)[2]

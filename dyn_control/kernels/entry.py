@@ -10,7 +10,9 @@ one `data._buf` (the named attributes are views of them, see model.py), each sta
 
 so an entry kernel takes (model buffer, data buffer, inputs), takes named views of the fields (no
 copy, nothing allocated) and calls the algorithm kernels of the other modules with exactly what the
-public functions passed them before: results are bit for bit the same. Integer fields (parents,
+public functions' checked paths pass them: results are bit for bit the same. The joint terms
+(armature, friction: kernels/joint_terms.py) are the model's field joint_terms, added by the same
+kernels on both paths. Integer fields (parents,
 support, subtree_end) are int64 views of their slots.
 
 An entry kernel checks what its fast call did not: model and data of one size, no mimic coupling,
@@ -25,6 +27,7 @@ from .aba import aba as _aba
 from .coriolis import coriolis_matrix as _coriolis_matrix
 from .crba import crba as _crba
 from .kinematics import forward_kinematics as _forward_kinematics
+from .joint_terms import add_armature, add_joint_derivatives, add_joint_torque, joint_regressor
 from .kinematics import frame_jacobian as _frame_jacobian
 from .minverse import OK as MINV_OK
 from .minverse import aba_derivatives as _aba_derivatives
@@ -41,20 +44,20 @@ REFUSED = 1         # sizes, coupling or a missing field: the checked path decid
 FAILED = 2          # the algorithm refused (non-finite input or result, singular M)
 
 MODEL_FIELDS = ("parents", "screw_axes", "home_R", "home_p", "phi", "base_accel", "frame_body",
-                "frame_R", "frame_p")
+                "frame_R", "frame_p", "joint_terms")
 (PARENTS, SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_BODY, FRAME_R,
- FRAME_P) = range(len(MODEL_FIELDS))
+ FRAME_P, JOINT_TERMS) = range(len(MODEL_FIELDS))
 
 DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g", "zero", "f_ext_zero",
                "M", "phi_composite", "oS", "oV", "phi_world", "c", "IA", "pA", "U", "D", "u", "oA", "ddq",
                "oPsi", "oIc", "oBc", "X", "tmp66", "C", "support", "J", "frame_poses", "ophi_c",
                "deriv_vectors", "Minv_IA", "Minv_F", "subtree_end", "deriv_joint", "Minv",
-               "derivatives_tree", "Y")
+               "derivatives_tree", "Y", "Y_full")
 (R, P, OR, OP, V, VDOT, F, TMP6, TAU, NLE, G, ZERO, F_EXT_ZERO,
  M, PHI_COMPOSITE, OS, OV, PHI_WORLD, C, IA, PA, U, D, U_SMALL, OA, DDQ,
  OPSI, OIC, OBC, X, TMP66, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
  DERIV_VECTORS, MINV_IA, MINV_F, SUBTREE_END, DERIV_JOINT, MINV,
- DERIVATIVES_TREE, Y) = range(len(DATA_FIELDS))
+ DERIVATIVES_TREE, Y, Y_FULL) = range(len(DATA_FIELDS))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -106,7 +109,7 @@ def status(done):
 
 
 # ----------------------------------------------------------------------------------------------
-# Inverse dynamics (kernels/rnea.py), its parts, and the external-force variant
+# Inverse dynamics (kernels/rnea.py, plus the joint terms), its parts, and the external-force variant
 
 
 @njit(cache=True, inline="always")
@@ -115,7 +118,8 @@ def _rnea_into(model, data, q, v, a, f_ext, out):
     return _rnea(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
                  mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, a, vec(model, BASE_ACCEL, 6),
                  f_ext, cube(data, R, nb, 3, 3), mat(data, P, nb, 3), mat(data, V, nb, 6),
-                 mat(data, VDOT, nb, 6), mat(data, F, nb, 6), mat(data, TMP6, 4, 6), out)
+                 mat(data, VDOT, nb, 6), mat(data, F, nb, 6), mat(data, TMP6, 4, 6), out
+                 ) and add_joint_torque(mat(model, JOINT_TERMS, nb, 3), v, a, out)
 
 
 @njit(cache=True)
@@ -169,18 +173,21 @@ def crba(model, data, q):
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb):
         return REFUSED
-    return status(_crba(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6),
-                        cube(model, HOME_R, nb, 3, 3), mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q,
-                        cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
-                        mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, PHI_COMPOSITE, nb, 10),
-                        mat(data, F, nb, 6), mat(data, M, nb, nb)))
+    done = _crba(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+                 mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, cube(data, R, nb, 3, 3),
+                 mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OS, nb, 6),
+                 mat(data, PHI_COMPOSITE, nb, 10), mat(data, F, nb, 6), mat(data, M, nb, nb))
+    if done:
+        add_armature(mat(model, JOINT_TERMS, nb, 3), mat(data, M, nb, nb))
+    return status(done)
 
 
 @njit(cache=True, inline="always")
 def _aba_into(model, data, q, v, tau, f_ext):
     nb = q.shape[0]
     return _aba(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
-                mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, tau, vec(model, BASE_ACCEL, 6),
+                mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), mat(model, JOINT_TERMS, nb, 3), q, v, tau,
+                vec(model, BASE_ACCEL, 6),
                 f_ext, cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
                 mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, OV, nb, 6), mat(data, PHI_WORLD, nb, 10),
                 mat(data, C, nb, 6), cube(data, IA, nb, 6, 6), mat(data, PA, nb, 6), mat(data, U, nb, 6),
@@ -255,9 +262,8 @@ def jacobian(model, data, q, frame, reference):
 # packed workspace, whose families come on first use)
 
 
-@njit(cache=True)
-def regressor(model, data, q, v, a):
-    """data.Y = the joint torque regressor at (q, v, a)."""
+@njit(cache=True, inline="always")
+def _regressor_into(model, data, q, v, a):
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, Y) and q.shape[0] == nb and v.shape[0] == nb
             and a.shape[0] == nb):
@@ -267,6 +273,31 @@ def regressor(model, data, q, v, a):
         mat(model, HOME_P, nb, 3), q, v, a, vec(model, BASE_ACCEL, 6), cube(data, R, nb, 3, 3),
         mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OS, nb, 6),
         mat(data, V, nb, 6), mat(data, VDOT, nb, 6), mat(data, TMP6, 4, 6), mat(data, Y, nb, 10 * nb)))
+
+
+@njit(cache=True)
+def regressor(model, data, q, v, a):
+    """data.Y = the joint torque regressor at (q, v, a)."""
+    return _regressor_into(model, data, q, v, a)
+
+
+@njit(cache=True)
+def regressor_full(model, data, q, v, a):
+    """data.Y_full = [Y | joint block] at (q, v, a): data.Y, then its copy beside the joint terms'
+    columns (kernels/joint_terms.py)."""
+    nb = int(model[0])
+    if not has(data, Y_FULL):
+        return REFUSED
+    done = _regressor_into(model, data, q, v, a)
+    if done != OK:
+        return done
+    Y_rigid = mat(data, Y, nb, 10 * nb)
+    Y_all = mat(data, Y_FULL, nb, 13 * nb)
+    for i in range(nb):
+        for k in range(10 * nb):
+            Y_all[i, k] = Y_rigid[i, k]
+    joint_regressor(v, a, Y_all, 10 * nb)
+    return OK
 
 
 @njit(cache=True, inline="always")
@@ -287,7 +318,11 @@ def rnea_derivatives(model, data, q, v, a):
     if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
             and v.shape[0] == nb and a.shape[0] == nb):
         return REFUSED
-    return status(_rnea_derivatives_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6)))
+    if not _rnea_derivatives_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6)):
+        return FAILED
+    out = cube(data, DERIVATIVES_TREE, 6, nb, nb)
+    add_joint_derivatives(mat(model, JOINT_TERMS, nb, 3), v, out[1], out[2])
+    return OK
 
 
 @njit(cache=True)
@@ -299,8 +334,9 @@ def minverse(model, data, q):
     deriv_vectors = cube(data, DERIV_VECTORS, 9, nb, 6)
     return OK if _minverse(
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
-        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
-        cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OPHI_C, nb, 10), deriv_vectors,
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), mat(model, JOINT_TERMS, nb, 3), q,
+        cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3),
+        mat(data, OPHI_C, nb, 10), deriv_vectors,
         cube(data, MINV_IA, nb, 6, 6), cube(data, MINV_F, nb, nb, 6), ints(data, SUBTREE_END, nb),
         mat(data, DERIV_JOINT, 2, nb)[0], mat(data, MINV, nb, nb)) == MINV_OK else FAILED
 
@@ -314,8 +350,8 @@ def aba_derivatives(model, data, q, v, tau):
         return REFUSED
     return OK if _aba_derivatives(
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
-        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, tau, vec(model, BASE_ACCEL, 6),
-        mat(data, F_EXT_ZERO, nb, 6), cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), mat(model, JOINT_TERMS, nb, 3), q, v, tau,
+        vec(model, BASE_ACCEL, 6), mat(data, F_EXT_ZERO, nb, 6), cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
         mat(data, OP, nb, 3), mat(data, OPHI_C, nb, 10), cube(data, DERIV_VECTORS, 9, nb, 6),
         mat(data, TMP6, 4, 6), cube(data, MINV_IA, nb, 6, 6), cube(data, MINV_F, nb, nb, 6),
         ints(data, SUBTREE_END, nb), mat(data, DERIV_JOINT, 2, nb), vec(data, DDQ, nb),

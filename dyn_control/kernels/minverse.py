@@ -12,11 +12,15 @@ Only the upper triangle (k >= i) is computed; the lower is its mirror.
 
 Forward-dynamics derivatives: with a = FD(q, v, tau) and ID(q, v, FD(q, v, tau)) = tau,
     d a / d q = -Minv d ID / d q,   d a / d v = -Minv d ID / d v   (at that a).
+
+Joint terms (kernels/joint_terms.py): the armature adds to D_i (M + diag(I_a) is inverted), the
+friction torque to the bias of forward dynamics and its derivative to d ID / d v.
 """
 from numba import njit
 
 from ..spatial import dot6, inertia_times, motion_to_parent, phi_to_parent_add, spatial_inertia_into
 from .inputs import all_finite
+from .joint_terms import ARMATURE, add_joint_derivatives, friction, has_terms
 from .kinematics import joint_transforms, world_poses
 from .rnea_derivatives import derivative_matrices, world_forces, world_kinematics
 
@@ -25,10 +29,11 @@ NON_FINITE = -2  # kernel status: an input is not finite; any status i >= 0: D_i
 
 
 @njit(cache=True)
-def articulated_inverse(parents, oS, IA, U, Dinv, Fm, subtree_end, Minv):
-    """Minv from the root-frame joint screws oS and body inertias IA (turned into articulated
-    inertias in place); Fm[i, k] is body i's bias force, then acceleration, for a unit torque at
-    joint k. Returns OK, or the index i of a joint with D_i = 0 (M(q) singular)."""
+def articulated_inverse(parents, joint_terms, oS, IA, U, Dinv, Fm, subtree_end, Minv):
+    """Minv = (M + diag(I_a))^-1 from the root-frame joint screws oS, body inertias IA (turned into
+    articulated inertias in place) and the armatures in joint_terms; Fm[i, k] is body i's bias force,
+    then acceleration, for a unit torque at joint k. Returns OK, or the index i of a joint with D_i = 0
+    (M(q) singular)."""
     nb = oS.shape[0]
     # subtree of i = bodies i..subtree_end[i] (depth-first order); its bias forces start at 0
     for i in range(nb):
@@ -46,7 +51,7 @@ def articulated_inverse(parents, oS, IA, U, Dinv, Fm, subtree_end, Minv):
         for r in range(6):
             Ui[r] = (IA[i, r, 0] * s[0] + IA[i, r, 1] * s[1] + IA[i, r, 2] * s[2]
                      + IA[i, r, 3] * s[3] + IA[i, r, 4] * s[4] + IA[i, r, 5] * s[5])
-        D = dot6(s, Ui)
+        D = dot6(s, Ui) + joint_terms[i, ARMATURE]
         if D == 0.0:
             return i
         Dinv[i] = 1.0 / D
@@ -103,9 +108,9 @@ def body_inertias(phi, oR, op, ophi, IA):
 
 
 @njit(cache=True)
-def minverse(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, ophi, vectors, IA, Fm,
+def minverse(parents, screw_axes, home_R, home_p, phi, joint_terms, q, R, p, oR, op, ophi, vectors, IA, Fm,
              subtree_end, Dinv, Minv):
-    """M(q)^-1 (full symmetric). vectors: the stack of rnea_derivatives (rows 0: s, 8: U).
+    """(M(q) + diag(I_a))^-1 (full symmetric). vectors: the stack of rnea_derivatives (rows 0: s, 8: U).
     Returns OK, NON_FINITE when q (computing nothing) or Minv is not finite, or the index of a
     joint where M(q) is singular."""
     if not all_finite(q):
@@ -116,7 +121,7 @@ def minverse(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, ophi, ve
     for i in range(q.shape[0]):
         motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
     body_inertias(phi, oR, op, ophi, IA)
-    status = articulated_inverse(parents, oS, IA, vectors[8], Dinv, Fm, subtree_end, Minv)
+    status = articulated_inverse(parents, joint_terms, oS, IA, vectors[8], Dinv, Fm, subtree_end, Minv)
     if status == OK and not all_finite(Minv):
         return NON_FINITE
     return status
@@ -180,8 +185,8 @@ def times_minus_minv(parents, subtree_end, Minv, dtau, out):
 
 
 @njit(cache=True)
-def aba_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_accel, f_ext, R, p, oR,
-                    op, ophi_c, vectors, tmp6, IA, Fm, subtree_end, joint_work, ddq, out):
+def aba_derivatives(parents, screw_axes, home_R, home_p, phi, joint_terms, q, v, tau, base_accel, f_ext, R,
+                    p, oR, op, ophi_c, vectors, tmp6, IA, Fm, subtree_end, joint_work, ddq, out):
     """ddq = FD(q, v, tau, f_ext); out[3], out[4], out[5] = Minv = d ddq / d tau, d ddq / d q,
     d ddq / d v, and out[0..2] the inverse-dynamics derivatives at ddq (as rnea_derivatives).
     joint_work: rows 1 / D, zeros. Returns OK, NON_FINITE when q, v or tau (computing nothing) or a
@@ -194,21 +199,25 @@ def aba_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, tau, base_ac
     dtau_dq, dtau_dv, Minv = out[0], out[1], out[3]
     world_kinematics(parents, screw_axes, home_R, home_p, q, v, R, p, oR, op, oS, oV)
     body_inertias(phi, oR, op, ophi_c, IA)
-    status = articulated_inverse(parents, oS, IA, vectors[8], joint_work[0], Fm, subtree_end, Minv)
+    status = articulated_inverse(parents, joint_terms, oS, IA, vectors[8], joint_work[0], Fm, subtree_end,
+                                 Minv)
     if status != OK:
         return status
-    # ddq = Minv (tau - bias), bias = ID(q, v, 0) = s_i . F_i at zero joint accelerations
+    # ddq = Minv (tau - bias), bias = ID(q, v, 0) = s_i . F_i + friction_i at zero joint accelerations
     world_forces(parents, phi, oR, op, oS, oV, v, joint_work[1], base_accel, f_ext, oA, ophi_c, oL_c,
                  oB_sym, oF_c, tmp6)
     for i in range(nb):
         ddq[i] = 0.0
     for k in range(nb):
         tau_k = tau[k] - dot6(oS[k], oF_c[k])
+        if has_terms(joint_terms, k):
+            tau_k -= friction(joint_terms, k, v[k])
         for i in range(nb):
             ddq[i] += Minv[k, i] * tau_k
     add_joint_accelerations(parents, oS, ophi_c, ddq, oA, oF_c, oAlpha, oBeta)
     derivative_matrices(parents, base_accel, oS, oV, oA, ophi_c, oL_c, oB_sym, oF_c, oAlpha, oBeta,
                         tmp6, dtau_dq, dtau_dv, out[2])
+    add_joint_derivatives(joint_terms, v, dtau_dv, out[2])
     times_minus_minv(parents, subtree_end, Minv, dtau_dq, out[4])
     times_minus_minv(parents, subtree_end, Minv, dtau_dv, out[5])
     if not (all_finite(ddq) and all_finite(out)):

@@ -5,12 +5,18 @@ MuJoCo reads the URDF itself, after two edits: every <visual> and <collision> is
 meshes to resolve, no contacts wanted), and a <mujoco><compiler .../></mujoco> element (in place
 of any the URDF has) keeps the
 URDF's inertias as written (balanceinertia off) and the fixed links as separate welded bodies
-(fusestatic off), so every frame of the model is a MuJoCo body. Contacts, joint limits and
-friction loss are disabled: only gravity, the joint torques, the viscous joint damping and the
-external wrench act, as in BuiltinSimulator. Integrator: implicitfast (semi-implicit Euler with
-the damping implicit), timestep dt: stable for any damping but first order, so at the large
-accelerations of a free fall it drifts from the exact motion faster than BuiltinSimulator's RK4;
-under computed-torque control at 1 ms both track to about 1e-4 rad.
+(fusestatic off), so every frame of the model is a MuJoCo body. The simulated robot is then made the
+Model given, as BuiltinSimulator's is: each moving body gets the model's inertial parameters (mass,
+centre of mass, principal inertia and its orientation from model.phi, fixed links merged: a
+payload, `Model.with_payload`, or identified parameters come in this way) and the welded bodies
+none; each joint gets the model's armature (dof_armature), viscous friction (dof_damping, or the
+`damping` argument) and dry friction (dof_frictionloss: MuJoCo's friction-loss constraint, which
+sticks, made hard by NOSLIP_ITERATIONS of its noslip solver). Contacts and joint limits are disabled: only
+gravity, the joint torques, the joint terms and the external wrench act, as in BuiltinSimulator.
+Integrator: implicitfast (semi-implicit Euler with the damping implicit), timestep dt: stable for
+any damping but first order, so at the large accelerations of a free fall it drifts from the exact
+motion faster than BuiltinSimulator's RK4; under computed-torque control at 1 ms both track to about
+1e-4 rad.
 Joint torques go through qfrc_applied; the external wrench through xfrc_applied, which MuJoCo
 takes as [force; torque] at the body's centre of mass in world axes.
 """
@@ -23,8 +29,8 @@ from ..control.checks import as_gain, as_scalar, require_finite
 from ..dynamics import as_vector
 from .builtin import checked_wrench, initial_state
 
-DISABLED = (mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
-            | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS)
+DISABLED = mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
+NOSLIP_ITERATIONS = 20  # arm7 held by dry friction against gravity: creeps 7e-6 rad in 1 s (0.1 rad without)
 
 
 def mujoco_model_from_urdf(urdf):
@@ -47,9 +53,41 @@ def mujoco_model_from_urdf(urdf):
         raise ValueError(f"urdf_path: MuJoCo cannot compile the URDF: {error}") from None
 
 
+def set_body_inertias(mj_model, model):
+    """The MuJoCo bodies' inertias made the model's: each moving body (the link of a model joint)
+    gets model.phi of its body (mass, centre of mass, principal moments and axes), every other body
+    (welded by a fixed joint, merged into its moving body by load_urdf) mass and inertia zero."""
+    moving = {mj_model.body(name).id: i for i, name in enumerate(model.body_names)}
+    for b in range(1, mj_model.nbody):
+        i = moving.get(b)
+        mass, com, moments, quat = (0.0, np.zeros(3), np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
+        if i is not None and model.phi[i, 0] > 0.0:
+            mass, com, moments, quat = principal_inertia(model.phi[i])
+        mj_model.body_mass[b] = mass
+        mj_model.body_ipos[b] = com
+        mj_model.body_inertia[b] = moments
+        mj_model.body_iquat[b] = quat
+
+
+def principal_inertia(phi):
+    """(mass, centre of mass, principal moments, quaternion [w, x, y, z] of the principal axes) of
+    phi = [m, h, Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (inertia about the body origin, mass > 0)."""
+    m, c = phi[0], phi[1:4] / phi[0]
+    I_o = np.array([[phi[4], phi[7], phi[8]], [phi[7], phi[5], phi[9]], [phi[8], phi[9], phi[6]]])
+    I_c = I_o - m * (c @ c * np.eye(3) - np.outer(c, c))
+    moments, axes = np.linalg.eigh(I_c)
+    if np.linalg.det(axes) < 0.0:
+        axes[:, 0] = -axes[:, 0]
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(axes).reshape(-1))
+    return m, c, np.maximum(moments, 0.0), quat
+
+
 class MujocoSimulator:
-    """State q, v (arrays in the model's joint order), effort (the joint torque of the last step,
-    without the external wrench), time [s]; mj_model and mj_data are MuJoCo's own."""
+    """State q, v (arrays in the model's joint order), effort (the joint torque commanded for the last
+    step: the drive's, without friction and the external wrench), time [s]; mj_model and mj_data are
+    MuJoCo's own. The robot is `model` (module docstring); `damping`, when given, replaces
+    model.viscous_friction (a number or one per joint)."""
 
     def __init__(self, model, urdf_path, dt, q0=None, v0=None, damping=None):
         if model.coupling is not None:
@@ -69,11 +107,19 @@ class MujocoSimulator:
             raise ValueError(f"urdf_path: the URDF does not match the model ({error})") from None
         self._qpos = np.array([j.qposadr[0] for j in joints])   # our joint order -> MuJoCo's
         self._dof = np.array([j.dofadr[0] for j in joints])
-        damping = as_gain("damping", model.damping if damping is None else damping, self.nv)
+        damping = as_gain("damping", model.viscous_friction if damping is None else damping, self.nv)
         mj_model.dof_damping[:] = 0.0
         mj_model.dof_damping[self._dof] = damping
         mj_model.dof_armature[:] = 0.0
+        mj_model.dof_armature[self._dof] = model.armature
+        mj_model.dof_frictionloss[:] = 0.0
+        mj_model.dof_frictionloss[self._dof] = model.coulomb_friction
+        # dry friction holds a joint still (MuJoCo's noslip post-processing of the friction rows,
+        # where its soft friction-loss constraint alone lets a held arm creep ~0.1 rad/s)
+        mj_model.opt.noslip_iterations = NOSLIP_ITERATIONS if np.any(model.coulomb_friction > 0.0) else 0
+        set_body_inertias(mj_model, model)
         self.mj_data = mujoco.MjData(mj_model)
+        mujoco.mj_setConst(mj_model, self.mj_data)  # constants that depend on the masses
         self._qfrc = np.zeros(mj_model.nv)
         self.effort = np.zeros(self.nv)
         self.q = np.zeros(self.nv)
