@@ -29,25 +29,21 @@ class IdentificationError(ValueError):
 
 
 def parameter_labels(model, joint_terms):
-    """Labels of the standard parameters: `link/m`, ..., `link/Iyz`, then `joint/armature`, ..."""
-    names = [f"{body}/{p}" for body in model.body_names for p in dc.PARAMETER_NAMES]
-    if joint_terms:
-        names += [f"{joint}/{term}" for joint in model.joint_names for term in JOINT_TERMS]
-    return names
-
-
-JOINT_TERMS = ("armature", "viscous", "coulomb")
+    """Labels of the standard parameters: `link/m`, ..., `link/Iyz`, then (joint_terms)
+    `joint/armature`, `joint/viscous`, `joint/coulomb`."""
+    labels = model.parameter_labels()
+    return labels if joint_terms else labels[:10 * model.nbodies]
 
 
 def standard_parameters(model, joint_terms):
     """theta of the model: the inertial block, then (joint_terms) the joint block."""
-    return model.inertial_parameters()
+    return model.parameters() if joint_terms else model.inertial_parameters()
 
 
 def regressor_rows(model, q, v, a, joint_terms):
     """The stacked regressor (N nv, P) of samples q, v, a (each (N, nv)): rows sample by sample,
     joint by joint, so that tau.reshape(-1) = rows @ theta."""
-    Y = dc.regressor_batch(model, q, v, a)
+    Y = dc.regressor_batch(model, q, v, a, joint_terms=joint_terms)
     return Y.reshape(-1, Y.shape[2])
 
 

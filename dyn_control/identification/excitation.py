@@ -207,9 +207,11 @@ class _Problem:
         self.h = np.concatenate(bounds)
 
     def condition_number(self, x):
+        """cond(Y_b) = sqrt of the eigenvalue ratio of Y_b^T Y_b (a small symmetric matrix: several
+        times faster than the SVD of Y_b, and exact enough for conditions far below 1e7)."""
         W = regressor_rows(self.model, *self.trajectory(x), self.joint_terms)[:, self.base.independent]
-        s = np.linalg.svd(W, compute_uv=False)
-        return s[0] / s[-1] if s[-1] > 0.0 else np.inf
+        eigenvalues = np.linalg.eigvalsh(W.T @ W)
+        return math.sqrt(eigenvalues[-1] / eigenvalues[0]) if eigenvalues[0] > 0.0 else np.inf
 
     def objective(self, x):
         return math.log(min(self.condition_number(x), 1e300))

@@ -15,8 +15,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import yaml
 
-from ..model import PARAMETER_NAMES
-from .base_parameters import JOINT_TERMS
+from ..model import JOINT_PARAMETER_NAMES, PARAMETER_NAMES
 
 
 def parameters_document(model, joint_terms=True):
@@ -25,8 +24,8 @@ def parameters_document(model, joint_terms=True):
                 "inertial": {body: {name: float(x) for name, x in zip(PARAMETER_NAMES, phi)}
                              for body, phi in zip(model.body_names, model.phi)}}
     if joint_terms:
-        terms = np.column_stack([model.armature, model.viscous_friction, model.coulomb_friction])
-        document["joints"] = {joint: {name: float(x) for name, x in zip(JOINT_TERMS, row)}
+        terms = model.joint_parameters()
+        document["joints"] = {joint: {name: float(x) for name, x in zip(JOINT_PARAMETER_NAMES, row)}
                               for joint, row in zip(model.joint_names, terms)}
     return document
 
@@ -79,13 +78,13 @@ def load_parameters(model, path):
     if robot is not None and robot != model.name:
         raise ValueError(f"{path}: parameters of robot {robot!r}, the model is {model.name!r}")
     bodies = _entries(document, "inertial", list(model.body_names), PARAMETER_NAMES, path, "link")
-    joints = _entries(document, "joints", list(model.joint_names), JOINT_TERMS, path, "joint")
+    joints = _entries(document, "joints", list(model.joint_names), JOINT_PARAMETER_NAMES, path, "joint")
     phi = model.phi.copy()
     for i, row in bodies.items():
         phi[i] = row
     identified = model.with_inertial_parameters(phi)
     if joints:
-        terms = np.column_stack([model.armature, model.viscous_friction, model.coulomb_friction])
+        terms = model.joint_parameters()
         for j, row in joints.items():
             terms[j] = row
         if np.any(terms < 0.0):

@@ -4,24 +4,25 @@ measured torque's RMS; the table and the plot of `dyn-control identify`.
 """
 import numpy as np
 
-from .base_parameters import regressor_rows, standard_parameters
+from .base_parameters import standard_parameters
 
 
 class TorqueErrors:
     """Per joint: rms (RMS prediction error [N m]), torque_rms (RMS of the measured torque) and
-    relative (rms / torque_rms)."""
+    relative (rms / torque_rms), over the samples where `usable` (N, nv) is True (default all)."""
 
-    def __init__(self, measured, predicted):
-        self.rms = np.sqrt(np.mean((predicted - measured) ** 2, axis=0))
-        self.torque_rms = np.sqrt(np.mean(measured ** 2, axis=0))
+    def __init__(self, measured, predicted, usable=None):
+        usable = np.ones(measured.shape, dtype=bool) if usable is None else usable
+        count = np.maximum(usable.sum(axis=0), 1)
+        self.rms = np.sqrt(np.sum(np.where(usable, predicted - measured, 0.0) ** 2, axis=0) / count)
+        self.torque_rms = np.sqrt(np.sum(np.where(usable, measured, 0.0) ** 2, axis=0) / count)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.relative = np.where(self.torque_rms > 0.0, self.rms / self.torque_rms, np.inf)
 
 
-def predicted_torques(model, samples, joint_terms):
-    """(N, nv): the model's joint torques at the samples' (q, v, a)."""
-    W = regressor_rows(model, samples.q, samples.v, samples.a, joint_terms)
-    return (W @ standard_parameters(model, joint_terms)).reshape(len(samples), model.nv)
+def predicted_torques(model, W, joint_terms):
+    """(N, nv): the model's joint torques of the stacked regressor W (N nv, P) (tau = W theta)."""
+    return (W @ standard_parameters(model, joint_terms)).reshape(-1, model.nv)
 
 
 def table(joints, prior, identified):
