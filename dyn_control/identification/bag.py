@@ -106,10 +106,10 @@ def read_joint_states(path, joints, topic="/joint_states"):
     without all of `joints` (another publisher's, e.g. a gripper's). Time: the header stamp (the
     bag's receive time where the stamp is zero). IdentificationError for a bag that cannot be read,
     holds no such messages, misses joints, or has no efforts."""
-    from rosbags.highlevel import AnyReader
-    from rosbags.rosbag2 import ReaderError
+    from rosbags.rosbag2 import Reader, ReaderError
+    types = typestore()
     try:
-        reader = AnyReader([Path(path)], default_typestore=typestore())
+        reader = Reader(Path(path))
         reader.open()
     except (ReaderError, OSError, ValueError) as error:
         raise IdentificationError(f"cannot read bag {path!r}: {error}") from None
@@ -124,7 +124,7 @@ def read_joint_states(path, joints, topic="/joint_states"):
             raise IdentificationError(f"bag {path!r}: {topic} holds {wrong[0]}, not {JOINT_STATE}")
         rows, seen, skipped = [], set(), 0
         for connection, bag_time, raw in reader.messages(connections=connections):
-            msg = reader.deserialize(raw, connection.msgtype)
+            msg = types.deserialize_cdr(raw, connection.msgtype)
             names = list(msg.name)
             seen.update(names)
             index = {n: k for k, n in enumerate(names)}

@@ -95,7 +95,7 @@ class BaseParameters:
     def unidentifiable(self):
         """Labels of the parameters that take part in no combination (no effect on the torques)."""
         unused = ~np.any(self.K != 0.0, axis=0)
-        return [self.labels[j] for j in self.dependent[unused]]
+        return [self.labels[j] for j in np.sort(self.dependent[unused])]
 
 
 def structural_base_parameters(model, joint_terms=True, seed=0):

@@ -21,10 +21,12 @@ import numba
 import numpy as np
 import scipy.linalg
 import scipy.optimize
+import yaml
 from numba import njit
 
 from .base_parameters import regressor_rows, structural_base_parameters
 
+CONTROLLER_KEY = "/**/dyn_controller"   # the excitation file's node entry: the controller in any namespace
 POSITION_MARGIN = 0.05      # of each joint's range, kept free at both ends
 VELOCITY_MARGIN = 0.9       # fraction of the URDF velocity limit used
 ACCELERATION_PER_VELOCITY = 2.0   # default acceleration limit [rad/s^2] per velocity limit [rad/s]
@@ -114,6 +116,29 @@ class Excitation:
         if q0.shape != (n,) or not frequency > 0.0:
             raise ValueError("reference.fourier: q0 needs one value per joint and frequency must be positive")
         return cls(joints, q0, a, b, 1.0 / frequency)
+
+
+def write_excitation(path, excitation, comment=""):
+    """A ROS 2 parameter file at path that gives the controller (CONTROLLER_KEY) the excitation as
+    its `reference` (type fourier); comment: lines written above it."""
+    header = "".join(f"# {line}\n" for line in comment.splitlines())
+    document = {CONTROLLER_KEY: {"ros__parameters": {"reference": excitation.parameters()}}}
+    with open(path, "w") as f:
+        f.write(header)
+        yaml.safe_dump(document, f, sort_keys=False, width=200, default_flow_style=None)
+
+
+def read_excitation(path):
+    """The Excitation of a parameter file (write_excitation's, or any whose controller entry has a
+    `reference.fourier`)."""
+    with open(path) as f:
+        document = yaml.safe_load(f) or {}
+    for key, entry in document.items():
+        if str(key).rstrip("/").endswith("dyn_controller") and isinstance(entry, dict):
+            reference = (entry.get("ros__parameters") or {}).get("reference") or {}
+            if "fourier" in reference:
+                return Excitation.from_parameters(reference)
+    raise ValueError(f"{path}: no dyn_controller entry with a reference.fourier")
 
 
 def _per_joint(name, value, default, n):

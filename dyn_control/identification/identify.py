@@ -96,3 +96,22 @@ def identify(model, states, cutoff=10.0, validation=0.3, prior=None, joint_terms
         say("validation")
         result.validate(regression, slice(split, None, step), joint_terms)
     return result
+
+
+def mesh_prior(model, density, progress=None):
+    """The model with each body's inertial parameters from its links' meshes (the body's own link and
+    the fixed links merged into it) as solids of uniform `density` [kg/m^3]
+    (dc.inertia_from_link_meshes); a body none of whose links has a mesh keeps the URDF's values
+    (progress hears which)."""
+    from ..inertia.parameters import transform_phi
+    phi = model.phi.copy()
+    for i, body in enumerate(model.body_names):
+        links = [(k, f) for k, f in enumerate(model.frame_names)
+                 if model.frame_body[k] == i and any(s["type"] == "mesh" for s in model.link_geometry.get(f, ()))]
+        if not links:
+            if progress is not None:
+                progress(f"prior: {body} has no mesh, its URDF inertial stays")
+            continue
+        phi[i] = sum(transform_phi(dc.inertia_from_link_meshes(model, f, density), model.frame_R[k], model.frame_p[k])
+                     for k, f in links)
+    return model.with_inertial_parameters(phi)

@@ -36,7 +36,7 @@ def write_parameters(path, model, comment="", joint_terms=True):
     with open(path, "w") as f:
         f.write(header + "# inertial: per link, in its frame: [m, hx, hy, hz] = mass and first moment m c, "
                 "[Ixx .. Iyz] about the link origin\n")
-        yaml.safe_dump(parameters_document(model, joint_terms), f, sort_keys=False, width=200)
+        yaml.safe_dump(parameters_document(model, joint_terms), f, sort_keys=False, width=200, default_flow_style=None)
 
 
 def _entries(document, key, names, fields, path, kind):

@@ -35,8 +35,9 @@ def table(joints, prior, identified):
     return "\n".join(lines)
 
 
-def plot(path, t, measured, prior, identified, joints):
-    """A PNG: per joint, the measured torque and the prior's and the identified model's predictions."""
+def plot(path, t, measured, prior, identified, joints, usable=None):
+    """A PNG: per joint, the measured torque and the prior's and the identified model's predictions;
+    grey where `usable` (N, nv) is False (a slow joint: left out of the fit and the errors)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -46,9 +47,12 @@ def plot(path, t, measured, prior, identified, joints):
         ax.plot(t, measured[:, k], "k", lw=1.5, label="measured")
         ax.plot(t, prior[:, k], "tab:orange", lw=1, label="prior")
         ax.plot(t, identified[:, k], "tab:blue", lw=1, ls="--", label="identified")
+        if usable is not None:
+            ax.fill_between(t, 0, 1, where=~usable[:, k], color="0.85", transform=ax.get_xaxis_transform(),
+                            label="slow joint (not used)")
         ax.set_ylabel(f"{joints[k]}\n[N m]", fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(loc="upper right", fontsize=8, ncol=3)
+    axes[0, 0].legend(loc="upper right", fontsize=8, ncol=4)
     axes[0, 0].set_title("joint torques on the held-out data")
     axes[-1, 0].set_xlabel("time [s]")
     figure.tight_layout()

@@ -326,7 +326,11 @@ def main(argv=None):
                            help="arm: config/demo.yaml (default); five_bar: config/five_bar_demo.yaml")
     demo_args.add_argument("--duration", type=float, default=10.0, help="seconds to run (default 10)")
     demo_args.add_argument("--output", default="demo_output", help="folder for the plot (default demo_output)")
+    from ..identification import cli as identification
+    identification.add_commands(commands)     # excite, record, identify
     args = parser.parse_args(argv)
+    if args.command in identification.COMMANDS:
+        return identification.run(args)
     if args.command == "bringup":
         if not os.path.isfile(args.config):
             parser.error(f"no such file: {args.config}")
