@@ -114,6 +114,8 @@ def read_joint_states(path, joints, topic="/joint_states"):
     except (ReaderError, OSError, ValueError) as error:
         raise IdentificationError(f"cannot read bag {path!r}: {error}") from None
     try:
+        if reader.message_count == 0:
+            raise IdentificationError(f"bag {path!r} is empty (no messages)")
         connections = [c for c in reader.connections if c.topic == topic]
         if not connections:
             topics = sorted({c.topic for c in reader.connections})

@@ -88,7 +88,7 @@ def consistent_parameters(R, y, rows, prior_phi, prior_joint=None, gamma=REGULAR
     residual = cp.sum_squares(R @ cp.hstack(theta) - y)
     problem = cp.Problem(cp.Minimize((residual + gamma * regularizer) / rows), constraints)
     try:
-        problem.solve(solver=cp.CLARABEL)
+        problem.solve(solver=cp.CLARABEL, canon_backend=cp.SCIPY_CANON_BACKEND)
     except cp.error.SolverError as error:
         raise IdentificationError(f"the consistent fit failed in the solver: {error}") from None
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):

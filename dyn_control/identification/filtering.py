@@ -21,6 +21,7 @@ import scipy.ndimage
 import scipy.signal
 
 from ..kernels.joint_terms import COULOMB_VELOCITY_SCALE
+from .base_parameters import IdentificationError
 
 FILTER_ORDER = 4             # of the Butterworth low-pass (doubled by the forward-backward pass)
 UNIFORM_TOLERANCE = 0.01     # stamps within this fraction of the median step count as uniform
@@ -77,11 +78,11 @@ def filtered_samples(t, q, effort, cutoff, v=None):
     effort and v (optional) (N, n); stamps need not be uniform."""
     t = np.asarray(t, dtype=np.float64)
     if t.size < 3:
-        raise ValueError(f"too few samples ({t.size}) to filter")
+        raise IdentificationError(f"too few samples ({t.size}) to filter")
     t, q, effort, v = uniform_grid(t, q, effort, v)
     low_pass = LowPass(cutoff, t[1] - t[0])
     if t.size <= 2 * low_pass.edge + 2:
-        raise ValueError(f"too few samples ({t.size}) for a {cutoff} Hz filter: record longer than "
+        raise IdentificationError(f"too few samples ({t.size}) for a {cutoff} Hz filter: record longer than "
                          f"{2 * EDGE_PERIODS / cutoff:.3g} s")
     q_f = low_pass(q)
     v_f = np.gradient(q_f, low_pass.dt, axis=0) if v is None else low_pass(v)
