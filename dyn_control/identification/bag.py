@@ -81,13 +81,13 @@ def write_joint_states(path, t, names, q, v=None, effort=None, commands=None, to
         for k, stamp in enumerate(np.asarray(t, dtype=np.float64)):
             ns = int(round(stamp * 1e9))
             header = Header(stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000), frame_id="")
-            msg = JointState(header=header, name=list(names), position=np.asarray(q[k], dtype=np.float64),
-                             velocity=empty if v is None else np.asarray(v[k], dtype=np.float64),
-                             effort=empty if effort is None else np.asarray(effort[k], dtype=np.float64))
+            msg = JointState(header=header, name=list(names), position=np.ascontiguousarray(q[k], dtype=np.float64),
+                             velocity=empty if v is None else np.ascontiguousarray(v[k], dtype=np.float64),
+                             effort=empty if effort is None else np.ascontiguousarray(effort[k], dtype=np.float64))
             bag.write(topic, JOINT_STATE, ns, bag.serialize(msg, JOINT_STATE))
             if commands is not None:
                 Array, Layout = types[FLOAT64_ARRAY], types["std_msgs/msg/MultiArrayLayout"]
-                command = Array(layout=Layout(dim=[], data_offset=0), data=np.asarray(commands[k], dtype=np.float64))
+                command = Array(layout=Layout(dim=[], data_offset=0), data=np.ascontiguousarray(commands[k], dtype=np.float64))
                 bag.write(command_topic, FLOAT64_ARRAY, ns, bag.serialize(command, FLOAT64_ARRAY))
         return bag.count
 
