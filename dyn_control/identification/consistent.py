@@ -23,7 +23,10 @@ log-likelihood), and d the log-det (Bregman) divergence of Lee, Wensing & Park (
 
 The divergence fixes the combinations the data cannot see (the unidentifiable directions) at the
 prior's values in its own geometry, and keeps every J strictly positive definite. A prior J0 that
-is singular (a massless body, a point mass) is made positive definite first by PRIOR_FLOOR.
+is singular (a massless body) is made positive definite first by PRIOR_FLOOR. The solver works on
+each body's J whitened by its prior, J = L0 X L0^T with J0 = L0 L0^T (Cholesky): X >> 0 and
+d = -log det X + tr X - 4 (X0 = 1), the same program, but with numbers near 1 where J0's own
+eigenvalues span seven orders (a point mass with a tiny inertia).
 """
 import numpy as np
 
@@ -53,10 +56,9 @@ def phi_of_pseudo_inertia(J):
 
 def entropic_divergence(J, J0):
     """d(J, J0) of the module docstring, for NumPy matrices (inf where J is not positive definite)."""
-    sign, logdet = np.linalg.slogdet(J)
-    if sign <= 0:
+    if np.linalg.eigvalsh(J)[0] <= 0.0:
         return np.inf
-    return float(-logdet + np.linalg.slogdet(J0)[1] + np.trace(np.linalg.solve(J0, J)) - 4.0)
+    return float(-np.linalg.slogdet(J)[1] + np.linalg.slogdet(J0)[1] + np.trace(np.linalg.solve(J0, J)) - 4.0)
 
 
 def positive_prior(J0):
@@ -75,11 +77,12 @@ def consistent_parameters(R, y, rows, prior_phi, prior_joint=None, gamma=REGULAR
     solver's numbers near 1); prior_phi (nb, 10) and prior_joint: the prior."""
     import cvxpy as cp
     nb = prior_phi.shape[0]
-    priors = [positive_prior(pseudo_inertia(phi)) for phi in prior_phi]
-    J = [cp.Variable((4, 4), symmetric=True, name=f"J{b}") for b in range(nb)]
+    L0 = [np.linalg.cholesky(positive_prior(pseudo_inertia(phi))) for phi in prior_phi]
+    X = [cp.Variable((4, 4), symmetric=True, name=f"X{b}") for b in range(nb)]
+    J = [L @ Xb @ L.T for L, Xb in zip(L0, X)]
     theta = [e for b in range(nb) for e in phi_of_pseudo_inertia(J[b])]
-    constraints = [Jb >> 0 for Jb in J]
-    regularizer = sum(-cp.log_det(Jb) + cp.trace(np.linalg.inv(J0) @ Jb) for Jb, J0 in zip(J, priors))
+    constraints = [Xb >> 0 for Xb in X]
+    regularizer = sum(-cp.log_det(Xb) + cp.trace(Xb) for Xb in X)
     if prior_joint is not None:
         x = cp.Variable((nb, 3), name="joint_terms")
         theta += [x[j, k] for j in range(nb) for k in range(3)]
@@ -93,6 +96,6 @@ def consistent_parameters(R, y, rows, prior_phi, prior_joint=None, gamma=REGULAR
         raise IdentificationError(f"the consistent fit failed in the solver: {error}") from None
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
         raise IdentificationError(f"the consistent fit failed: solver status {problem.status}")
-    phi = np.array([phi_of_pseudo_inertia(Jb.value) for Jb in J], dtype=np.float64)
+    phi = np.array([phi_of_pseudo_inertia(L @ Xb.value @ L.T) for L, Xb in zip(L0, X)], dtype=np.float64)
     joint = None if prior_joint is None else np.maximum(x.value, 0.0)
     return phi, joint
