@@ -226,8 +226,8 @@ def test_constrained_dynamics_with_joint_terms():
     r = robot("panda")
     model, data = r.model, r.data
     contact = dc.Contact("panda_hand", "point", "local_world_aligned")
-    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, r.pm, r.pm.frames[r.pm.getFrameId("panda_hand")].parentJoint,
-                                  r.pm.frames[r.pm.getFrameId("panda_hand")].placement,
+    hand = r.pm.frames[r.pm.getFrameId("panda_hand")]
+    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, r.pm, hand.parentJoint, hand.placement,
                                   pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
     models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
     models.append(cm)
@@ -351,7 +351,8 @@ def test_with_payload_refuses_what_is_not_a_rigid_body():
     _, model, mass, com, inertia = payload_case()
     cases = [
         (dict(mass=-1.0), "mass must be"), (dict(mass=np.nan), "mass must be"),
-        (dict(center_of_mass=[0.0, np.inf, 0.0]), "center_of_mass"), (dict(center_of_mass=[0.0, 0.0]), "center_of_mass"),
+        (dict(center_of_mass=[0.0, np.inf, 0.0]), "center_of_mass"),
+        (dict(center_of_mass=[0.0, 0.0]), "center_of_mass"),
         (dict(inertia=np.diag([1.0, 1.0, -0.1])), "positive semi-definite"),
         (dict(inertia=np.diag([0.1, 0.1, 1.0])), "triangle inequality"),
         (dict(inertia=[[1.0, 0.1, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), "symmetric"),

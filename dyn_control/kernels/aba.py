@@ -23,8 +23,8 @@ from .kinematics import joint_transforms, world_poses
 def aba(parents, screw_axes, home_R, home_p, phi, joint_terms, q, v, tau, base_accel, f_ext, R, p, oR, op,
         oS, oV, phi_world, c, IA, pA, U, D, u, A, tmp6, ddq):
     """ddq = (M(q) + diag(I_a))^-1 (tau - C(q, v) v - g(q) - friction(v) + sum_i J_i^T f_ext_i); A
-    receives the bodies' spatial accelerations in the root frame. Returns False, computing nothing, when q, v or tau is not finite,
-    and False when ddq is not (overflow)."""
+    receives the bodies' spatial accelerations in the root frame. Returns False, computing nothing,
+    when q, v or tau is not finite, and False when ddq is not (overflow)."""
     if not (all_finite(q) and all_finite(v) and all_finite(tau)):
         return False
     nb = q.shape[0]

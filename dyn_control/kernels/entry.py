@@ -351,8 +351,8 @@ def aba_derivatives(model, data, q, v, tau):
     return OK if _aba_derivatives(
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
         mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), mat(model, JOINT_TERMS, nb, 3), q, v, tau,
-        vec(model, BASE_ACCEL, 6), mat(data, F_EXT_ZERO, nb, 6), cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
-        mat(data, OP, nb, 3), mat(data, OPHI_C, nb, 10), cube(data, DERIV_VECTORS, 9, nb, 6),
+        vec(model, BASE_ACCEL, 6), mat(data, F_EXT_ZERO, nb, 6), cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
+        cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OPHI_C, nb, 10), cube(data, DERIV_VECTORS, 9, nb, 6),
         mat(data, TMP6, 4, 6), cube(data, MINV_IA, nb, 6, 6), cube(data, MINV_F, nb, nb, 6),
         ints(data, SUBTREE_END, nb), mat(data, DERIV_JOINT, 2, nb), vec(data, DDQ, nb),
         cube(data, DERIVATIVES_TREE, 6, nb, nb)) == MINV_OK else FAILED

@@ -34,8 +34,9 @@ D = 1 N m s/rad decay at 1000 /s, outside explicit stability at 1 ms); its exact
 v <- expm(-h M^-1 D) v, only shrinks the kinetic energy, so the split step is stable for any
 D >= 0 and second-order accurate while dt D / M stays below about one. Dry friction is implicit, so
 stable for any F_c; it is first-order accurate where a joint starts or stops.
-Cost: four ABA calls per step (plus two CRBA and two 7x7 eigenproblems with damping, and one CRBA and
-a few sweeps over M with dry friction), all in one compiled call (`rk4_step`, nogil) on packed
+Cost: four ABA calls per step (plus two CRBA and two 7x7 eigenproblems with damping, and with dry
+friction tens of sweeps over M, which takes CRBA's M of the damping step or computes it), all in one
+compiled call (`rk4_step`, nogil) on packed
 buffers (kernels/packed.py): about 20 us for the bundled arm, so the simulator node keeps 1 kHz with
 little of a core.
 Joint limits and effort limits are not simulated (clamp efforts in the controller).
@@ -82,8 +83,8 @@ def float_fields(nb):
 
 _F = field_indices(float_fields(1))
 (SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, DAMPING, COULOMB, JOINT_TERMS, Q, V, EFFORT, WRENCH, FRAME_R,
- FRAME_P, S, STAGE_Q, STAGE_V, STAGE_A, STAGE_TAU, DRY_TORQUE, DRY_V, R_, P_, OR, OP, OS, OV, PHI_WORLD, C_, IA, PA, U_, D_, U_SMALL,
- OA, TMP6, F_EXT_ZERO, J_, M_, PHI_COMPOSITE, F_) = range(len(_F))
+ FRAME_P, S, STAGE_Q, STAGE_V, STAGE_A, STAGE_TAU, DRY_TORQUE, DRY_V, R_, P_, OR, OP, OS, OV, PHI_WORLD, C_,
+ IA, PA, U_, D_, U_SMALL, OA, TMP6, F_EXT_ZERO, J_, M_, PHI_COMPOSITE, F_) = range(len(_F))
 PARENTS, PATH = 0, 1
 
 
@@ -224,8 +225,8 @@ def _acceleration(f, fo, ints, io, nb, stage, dry):
             for r in range(6):
                 tau[k] += J[r, k] * w[r]
     return aba(parents, screw_axes, home_R, home_p, field2(f, fo, PHI, nb, 10),
-               field2(f, fo, JOINT_TERMS, nb, 3), q, field2(f, fo, STAGE_V, 4, nb)[stage], tau, field1(f, fo, BASE_ACCEL, 6),
-               field2(f, fo, F_EXT_ZERO, nb, 6), R, p, oR, op, field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
+               field2(f, fo, JOINT_TERMS, nb, 3), q, field2(f, fo, STAGE_V, 4, nb)[stage], tau,
+               field1(f, fo, BASE_ACCEL, 6), field2(f, fo, F_EXT_ZERO, nb, 6), R, p, oR, op, field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
                field2(f, fo, PHI_WORLD, nb, 10), field2(f, fo, C_, nb, 6), field3(f, fo, IA, nb, 6, 6),
                field2(f, fo, PA, nb, 6), field2(f, fo, U_, nb, 6), field1(f, fo, D_, nb),
                field1(f, fo, U_SMALL, nb), field2(f, fo, OA, nb, 6), field2(f, fo, TMP6, 4, 6),
@@ -250,13 +251,15 @@ def _dry_friction(f, fo, ints, io, nb):
     1/2 (x - v_free)^T M (x - v_free) + dt sum_i F_c,i |x_i| by Gauss-Seidel sweeps, each joint's
     velocity soft-thresholded with the others fixed; then f_c = M (v_free - v_new) / dt, and stage 0's
     acceleration becomes (v_new - v) / dt."""
-    dt = field1(f, fo, S, NS)[S_DT]
+    s = field1(f, fo, S, NS)
+    dt = s[S_DT]
     v = field1(f, fo, V, nb)
     a0 = field2(f, fo, STAGE_A, 4, nb)[0]
     F_c = field1(f, fo, COULOMB, nb)
     f_c = field1(f, fo, DRY_TORQUE, nb)
     v_free, x = field2(f, fo, DRY_V, 2, nb)
-    M = _inertia(f, fo, ints, io, nb, field1(f, fo, Q, nb))
+    # M at this q: the damping half step has just computed it
+    M = field2(f, fo, M_, nb, nb) if s[S_DAMPED] != 0.0 else _inertia(f, fo, ints, io, nb, field1(f, fo, Q, nb))
     scale = 0.0
     for k in range(nb):
         v_free[k] = v[k] + dt * a0[k]

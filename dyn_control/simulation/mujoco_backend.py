@@ -3,16 +3,16 @@ BuiltinSimulator (q, v, effort, time, step, applied_joint_torque).
 
 MuJoCo reads the URDF itself, after two edits: every <visual> and <collision> is removed (no
 meshes to resolve, no contacts wanted), and a <mujoco><compiler .../></mujoco> element (in place
-of any the URDF has) keeps the
-URDF's inertias as written (balanceinertia off) and the fixed links as separate welded bodies
-(fusestatic off), so every frame of the model is a MuJoCo body. The simulated robot is then made the
-Model given, as BuiltinSimulator's is: each moving body gets the model's inertial parameters (mass,
-centre of mass, principal inertia and its orientation from model.phi, fixed links merged: a
-payload, `Model.with_payload`, or identified parameters come in this way) and the welded bodies
-none; each joint gets the model's armature (dof_armature), viscous friction (dof_damping, or the
-`damping` argument) and dry friction (dof_frictionloss: MuJoCo's friction-loss constraint, which
-sticks, made hard by NOSLIP_ITERATIONS of its noslip solver). Contacts and joint limits are disabled: only
-gravity, the joint torques, the joint terms and the external wrench act, as in BuiltinSimulator.
+of any the URDF has) keeps the URDF's inertias as written (balanceinertia off) and the fixed links
+as separate welded bodies (fusestatic off), so every frame of the model is a MuJoCo body. The
+simulated robot is then made the Model given, as BuiltinSimulator's is: each moving body gets the
+model's inertial parameters (mass, centre of mass, principal moments and axes of model.phi, fixed
+links merged in: a payload from `Model.with_payload` or identified parameters come in this way) and
+the welded bodies none; each joint gets the model's armature (dof_armature), viscous friction
+(dof_damping, or the `damping` argument) and dry friction (dof_frictionloss: MuJoCo's friction-loss
+constraint, made to stick by NOSLIP_ITERATIONS of its noslip solver). Contacts and joint limits are
+disabled: only gravity, the joint torques, the joint terms and the external wrench act, as in
+BuiltinSimulator.
 Integrator: implicitfast (semi-implicit Euler with the damping implicit), timestep dt: stable for
 any damping but first order, so at the large accelerations of a free fall it drifts from the exact
 motion faster than BuiltinSimulator's RK4; under computed-torque control at 1 ms both track to about
