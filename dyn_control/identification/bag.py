@@ -87,7 +87,8 @@ def write_joint_states(path, t, names, q, v=None, effort=None, commands=None, to
             bag.write(topic, JOINT_STATE, ns, bag.serialize(msg, JOINT_STATE))
             if commands is not None:
                 Array, Layout = types[FLOAT64_ARRAY], types["std_msgs/msg/MultiArrayLayout"]
-                command = Array(layout=Layout(dim=[], data_offset=0), data=np.ascontiguousarray(commands[k], dtype=np.float64))
+                command = Array(layout=Layout(dim=[], data_offset=0),
+                                data=np.ascontiguousarray(commands[k], dtype=np.float64))
                 bag.write(command_topic, FLOAT64_ARRAY, ns, bag.serialize(command, FLOAT64_ARRAY))
         return bag.count
 

@@ -3,7 +3,8 @@
     dyn-control excite ROBOT.urdf [--duration 10] [--harmonics 5] [-o excitation.yaml]
     dyn-control record OUTPUT [--duration S] [--topics T ...]
     dyn-control identify BAG --urdf ROBOT.urdf [-o identified.yaml] [--validation 0.3] [--cutoff HZ]
-                         [--prior urdf|mesh --density RHO] [--plot out.png] [--urdf-out identified.urdf]
+                         [--prior urdf|mesh --density RHO] [--effort-delay S] [--plot out.png]
+                         [--urdf-out identified.urdf]
 
 Exit codes: 0 done, 1 the data or the inputs do not allow it (the message says why), 2 bad arguments.
 """
@@ -46,6 +47,8 @@ def add_commands(commands):
     identify.add_argument("--validation", type=float, default=0.3, help="held-out fraction at the end of the "
                           "recording (default 0.3)")
     identify.add_argument("--cutoff", type=float, default=10.0, help="low-pass cut-off [Hz] (default 10)")
+    identify.add_argument("--effort-delay", type=float, default=0.0, help="how late the efforts are against "
+                          "the positions [s] (default 0; dyn_simulator's: half its period, 0.0005 at 1 kHz)")
     identify.add_argument("--prior", choices=("urdf", "mesh"), default="urdf", help="prior parameters: the "
                           "URDF's inertials (default) or the link meshes at --density")
     identify.add_argument("--density", type=float, default=1000.0, help="mesh prior density [kg/m^3]")
@@ -120,7 +123,8 @@ def _identify(args):
     states = read_joint_states(args.bag, model.joint_names, args.topic)
     prior = mesh_prior(model, args.density, progress) if args.prior == "mesh" else model
     options = {} if args.regularization is None else {"gamma": args.regularization}
-    result = identify(model, states, args.cutoff, args.validation, prior, joint_terms, progress=progress, **options)
+    result = identify(model, states, args.cutoff, args.validation, prior, joint_terms,
+                      effort_delay=args.effort_delay, progress=progress, **options)
 
     estimate = result.base_estimate
     print(f"\n{result.base.count} base parameters (identifiable combinations), weighted least squares:")

@@ -72,14 +72,19 @@ def uniform_grid(t, *signals):
                     for x in signals])
 
 
-def filtered_samples(t, q, effort, cutoff, v=None):
+def filtered_samples(t, q, effort, cutoff, v=None, effort_delay=0.0):
     """(Samples, LowPass): the states filtered and differentiated (module docstring) and the
     efforts filtered, all samples kept (ends included: Regression drops them). t (N,) [s], q,
-    effort and v (optional) (N, n); stamps need not be uniform."""
+    effort and v (optional) (N, n); stamps need not be uniform. effort_delay [s]: how late the
+    efforts are against the states (the effort of sample t is the torque at t - effort_delay): they
+    are moved back by linear interpolation. A robot that reports with each state the torque it
+    applied over the sample period before it, as dyn_simulator does, is half a period late."""
     t = np.asarray(t, dtype=np.float64)
     if t.size < 3:
         raise IdentificationError(f"too few samples ({t.size}) to filter")
     t, q, effort, v = uniform_grid(t, q, effort, v)
+    if effort_delay:
+        effort = np.column_stack([np.interp(t + effort_delay, t, column) for column in effort.T])
     low_pass = LowPass(cutoff, t[1] - t[0])
     if t.size <= 2 * low_pass.edge + 2:
         raise IdentificationError(f"too few samples ({t.size}) for a {cutoff} Hz filter: record longer than "

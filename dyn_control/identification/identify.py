@@ -18,8 +18,8 @@ import numpy as np
 
 import dyn_control as dc
 
-from .base_parameters import (IdentificationError, check_identifiable, estimate_base_parameters,
-                              structural_base_parameters, weighted_normal_form)
+from .base_parameters import (check_identifiable, estimate_base_parameters, structural_base_parameters,
+                              weighted_normal_form)
 from .consistent import REGULARIZATION, consistent_parameters
 from .filtering import Regression, filtered_samples
 from .validation import TorqueErrors, predicted_torques
@@ -51,16 +51,17 @@ class Identification:
 
 
 def identify(model, states, cutoff=10.0, validation=0.3, prior=None, joint_terms=True,
-             gamma=REGULARIZATION, progress=None):
+             gamma=REGULARIZATION, effort_delay=0.0, progress=None):
     """The Identification of `model`'s parameters from JointStates `states` (bag.read_joint_states,
     in model.joint_names order): module docstring. prior: the Model whose parameters regularise
-    the fit (default: model, i.e. the URDF's); progress(text) hears of each step."""
+    the fit (default: model, i.e. the URDF's); effort_delay [s]: how late the efforts are
+    (filtering.filtered_samples); progress(text) hears of each step."""
     say = progress or (lambda text: None)
     if not 0.0 <= validation < 1.0:
         raise ValueError(f"validation must be a fraction in [0, 1), got {validation}")
     prior = model if prior is None else prior
     say(f"filtering {states.t.size} samples at {cutoff:g} Hz")
-    samples, low_pass = filtered_samples(states.t, states.q, states.effort, cutoff, states.v)
+    samples, low_pass = filtered_samples(states.t, states.q, states.effort, cutoff, states.v, effort_delay)
     say("regressor")
     regression = Regression(samples, low_pass,
                             lambda q, v, a: dc.regressor_batch(model, q, v, a, joint_terms=joint_terms))
