@@ -102,3 +102,34 @@ def test_identified_urdf_read_by_pinocchio(tmp_path):
         I_o = I_c + m * (c @ c * np.eye(3) - np.outer(c, c))
         phi = [m, *(m * c), I_o[0, 0], I_o[1, 1], I_o[2, 2], I_o[0, 1], I_o[0, 2], I_o[1, 2]]
         np.testing.assert_allclose(phi, changed.phi[i], rtol=1e-7, atol=1e-9, err_msg=body)
+
+
+def test_mesh_prior_adds_the_merged_links_meshes(tmp_path):
+    """--prior mesh: link1's box plus the box of the fixed link `flange` merged into it (0.5 m up
+    its z axis), as solid boxes by the closed form; link2, without a mesh, keeps its URDF inertial."""
+    trimesh = pytest.importorskip("trimesh", reason="meshes are read through trimesh")
+    from dyn_control.identification.identify import mesh_prior
+    extents = np.array([0.25, 0.5, 0.125])     # exact in the STL's float32
+    trimesh.creation.box(extents=extents).export(str(tmp_path / "box.stl"))
+    mesh = '<collision><geometry><mesh filename="box.stl"/></geometry></collision>'
+    inertial = '<inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    joint = ('<joint name="{0}" type="{1}"><parent link="{2}"/><child link="{3}"/><origin xyz="{4}"/>'
+             '<axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+    (tmp_path / "boxes.urdf").write_text(
+        f'<robot name="boxes"><link name="base"/><link name="link1">{inertial}{mesh}</link>'
+        f'<link name="flange">{mesh}</link><link name="link2">{inertial}</link>'
+        + joint.format("j1", "revolute", "base", "link1", "0 0 0")
+        + joint.format("flange_joint", "fixed", "link1", "flange", "0 0 0.5")
+        + joint.format("j2", "revolute", "link1", "link2", "1 0 0") + "</robot>")
+    model = dc.load_urdf(str(tmp_path / "boxes.urdf"))
+    density = 800.0
+    m = density * np.prod(extents)
+    a, b, c = extents
+    I_box = m / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    offset = np.array([0.0, 0.0, 0.5])
+    I_shifted = I_box + m * (offset @ offset * np.eye(3) - np.outer(offset, offset))
+    I = I_box + I_shifted
+    expected = [2 * m, *(m * offset), I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]
+    prior = mesh_prior(model, density)
+    np.testing.assert_allclose(prior.phi[0], expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(prior.phi[1], model.phi[1])
