@@ -38,9 +38,11 @@ def test_entropic_divergence_is_zero_at_the_prior_and_positive_elsewhere():
     assert entropic_divergence(-J0, J0) == np.inf
 
 
-def test_consistent_fit_recovers_consistent_truth_from_exact_data():
+@pytest.mark.parametrize("massless_prior", [False, True], ids=["urdf_prior", "massless_link2_prior"])
+def test_consistent_fit_recovers_consistent_truth_from_exact_data(massless_prior):
     """planar2 with heavier links and friction, torques from rnea at random states: the program's
-    parameters reproduce those torques (the unidentifiable directions are free) and the friction."""
+    parameters reproduce those torques (the unidentifiable directions are free) and the friction,
+    also from a prior whose link 2 is massless (not positive definite)."""
     model = dc.load_urdf(dc.bundled_urdf("planar2"))
     truth = model.with_inertial_parameters(model.phi * 1.3).with_joint_dynamics(viscous=[0.4, 0.2], coulomb=[1.0, 0.5])
     q, v, a = random_states(model, 60, np.random.default_rng(2))
@@ -48,7 +50,10 @@ def test_consistent_fit_recovers_consistent_truth_from_exact_data():
     W = regressor_rows(model, q, v, a, True)
     # weights as identify's for exact data: residuals in units of 1e-4 of the torques' RMS
     R, y, _ = weighted_normal_form(W, tau, np.full(tau.size, 1e4 / np.sqrt(np.mean(tau ** 2))))
-    phi, joint = consistent_parameters(R, y, W.shape[0], model.phi, model.joint_parameters())
+    prior = model.phi.copy()
+    if massless_prior:
+        prior[1] = 0.0
+    phi, joint = consistent_parameters(R, y, W.shape[0], prior, model.joint_parameters())
     fitted = model.with_inertial_parameters(phi).with_joint_dynamics(*joint.T)
     predicted = dc.rnea_batch(fitted, q, v, a).reshape(-1)
     assert np.sqrt(np.mean((predicted - tau) ** 2)) <= 1e-3 * np.sqrt(np.mean(tau ** 2))

@@ -33,7 +33,7 @@ import numpy as np
 from .base_parameters import IdentificationError
 
 REGULARIZATION = 1.0      # gamma: a divergence of 1 weighs as much as one sample's (weighted) squared residual
-PRIOR_FLOOR = 1e-3        # J0 + PRIOR_FLOOR * (mean eigenvalue) 1 for a singular prior
+PRIOR_FLOOR = 1e-2        # a singular prior body J0 becomes J0 + PRIOR_FLOOR * (the bodies' mean tr J0 / 4) 1
 JOINT_SCALE = (1e-2, 1.0, 1.0)   # s of armature [kg m^2], viscous [N m s/rad], Coulomb [N m] terms
 
 
@@ -61,12 +61,13 @@ def entropic_divergence(J, J0):
     return float(-np.linalg.slogdet(J)[1] + np.linalg.slogdet(J0)[1] + np.trace(np.linalg.solve(J0, J)) - 4.0)
 
 
-def positive_prior(J0):
-    """J0, or J0 + PRIOR_FLOOR * (its mean eigenvalue, at least 1e-6) 1 when it is not positive definite."""
+def positive_prior(J0, scale):
+    """J0, or J0 + PRIOR_FLOOR * scale * 1 when it is not positive definite (a massless body: a small
+    body of the robot's scale, `scale` the bodies' mean eigenvalue, instead of none)."""
     eigenvalues = np.linalg.eigvalsh(J0)
     if eigenvalues[0] > 1e-9 * max(eigenvalues[-1], 1e-300):
         return J0
-    return J0 + PRIOR_FLOOR * max(np.mean(np.abs(eigenvalues)), 1e-6) * np.eye(4)
+    return J0 + PRIOR_FLOOR * scale * np.eye(4)
 
 
 def consistent_parameters(R, y, rows, prior_phi, prior_joint=None, gamma=REGULARIZATION):
@@ -77,7 +78,9 @@ def consistent_parameters(R, y, rows, prior_phi, prior_joint=None, gamma=REGULAR
     solver's numbers near 1); prior_phi (nb, 10) and prior_joint: the prior."""
     import cvxpy as cp
     nb = prior_phi.shape[0]
-    L0 = [np.linalg.cholesky(positive_prior(pseudo_inertia(phi))) for phi in prior_phi]
+    priors = [pseudo_inertia(phi) for phi in prior_phi]
+    scale = max(np.mean([np.trace(J0) / 4.0 for J0 in priors]), 1e-6)
+    L0 = [np.linalg.cholesky(positive_prior(J0, scale)) for J0 in priors]
     X = [cp.Variable((4, 4), symmetric=True, name=f"X{b}") for b in range(nb)]
     J = [L @ Xb @ L.T for L, Xb in zip(L0, X)]
     theta = [e for b in range(nb) for e in phi_of_pseudo_inertia(J[b])]

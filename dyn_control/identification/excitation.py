@@ -11,7 +11,7 @@ sum_l a_il = 0, sum_l l b_il = 0 and sum_l b_il / l = 0, so that the motion star
 period) at rest at q0 (v = a = 0, q = q0): a controller can hold q0, then start the series.
 
 The design (`design_excitation`): variables q0 and the coefficients in the null space of those
-conditions; objective log cond(Y_b), Y_b the stacked base regressor (base_parameters) at SAMPLES
+conditions; objective log cond(Y_b), Y_b the stacked base regressor (base_parameters) at `samples`
 points of one period; constraints: position, velocity and acceleration limits at those points,
 linear in the variables. SciPy's SLSQP from a few random feasible starts, the best kept.
 """
@@ -255,7 +255,7 @@ class _Problem:
         return np.concatenate([middle, c.reshape(-1)])
 
 
-def design_excitation(model, period=10.0, harmonics=5, samples=None, restarts=3, max_iterations=60,
+def design_excitation(model, period=10.0, harmonics=5, samples=None, restarts=3, max_iterations=100,
                       max_velocity=None, max_acceleration=None, joint_terms=True, seed=0, progress=None):
     """The Excitation of `harmonics` harmonics and period `period` [s] that minimises the condition
     number of the model's stacked base regressor over a period (module docstring). samples: points
