@@ -155,14 +155,14 @@ class BaseEstimate:
             self.relative_std = np.where(values != 0.0, 100.0 * std / np.abs(values), np.inf)
 
 
-def estimate_base_parameters(base, R, y, residual_variance):
-    """beta minimising ||R P^T-columns beta - y||: R, y the triangular factor and rotated torques of
-    the weighted stacked regressor (identify's normal form, see weighted_normal_form);
-    residual_variance the weighted residual's variance per row."""
+def estimate_base_parameters(base, R, y, rest, rows):
+    """The weighted least-squares base parameters from the weighted stacked regressor's normal form
+    (R, y, rest of weighted_normal_form, of `rows` torque rows): beta minimising
+    ||R[:, independent] beta - y||, its covariance from the residual's variance per row."""
     Rb = R[:, base.independent]
     beta, *_ = np.linalg.lstsq(Rb, y, rcond=None)
-    covariance = residual_variance * np.linalg.pinv(Rb.T @ Rb)
-    return BaseEstimate(beta, covariance)
+    variance = (float(np.sum((Rb @ beta - y) ** 2)) + rest) / max(rows - base.count, 1)
+    return BaseEstimate(beta, variance * np.linalg.pinv(Rb.T @ Rb))
 
 
 def weighted_normal_form(W, tau, weights):

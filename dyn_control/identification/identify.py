@@ -73,30 +73,36 @@ def identify(model, states, cutoff=10.0, validation=0.3, prior=None, joint_terms
     check_identifiable(base, W)
 
     say(f"base parameters from {W.shape[0]} torque rows")
-    Wb = W[:, base.independent]
-    beta, *_ = np.linalg.lstsq(Wb, tau, rcond=None)
-    sigma = np.array([max(np.sqrt(np.mean((tau[joint == j] - Wb[joint == j] @ beta) ** 2)),
-                          SIGMA_FLOOR * np.sqrt(np.mean(tau[joint == j] ** 2))) if np.any(joint == j) else 1.0
-                      for j in range(model.nv)])
-    sigma[sigma == 0.0] = 1.0
-    weights = 1.0 / sigma[joint]
+    weights = _joint_weights(W[:, base.independent], tau, joint, model.nv)[joint]
     R, y, rest = weighted_normal_form(W, tau, weights)
-    Rb = R[:, base.independent]
-    beta_w, *_ = np.linalg.lstsq(Rb, y, rcond=None)
-    variance = (float(np.sum((Rb @ beta_w - y) ** 2)) + rest) / max(W.shape[0] - base.count, 1)
-    base_estimate = estimate_base_parameters(base, R, y, variance)
+    base_estimate = estimate_base_parameters(base, R, y, rest, W.shape[0])
 
     say("physically consistent parameters (cvxpy + Clarabel)")
     prior_joint = prior.joint_parameters() if joint_terms else None
-    phi, joint = consistent_parameters(R, y, W.shape[0], prior.phi, prior_joint, gamma)
+    phi, terms = consistent_parameters(R, y, W.shape[0], prior.phi, prior_joint, gamma)
     identified = model.with_inertial_parameters(phi)
     if joint_terms:
-        identified = identified.with_joint_dynamics(armature=joint[:, 0], viscous=joint[:, 1], coulomb=joint[:, 2])
+        identified = identified.with_joint_dynamics(armature=terms[:, 0], viscous=terms[:, 1], coulomb=terms[:, 2])
     result = Identification(identified, prior, base, base_estimate)
     if split < count:
         say("validation")
         result.validate(regression, slice(split, None, step), joint_terms)
     return result
+
+
+def _joint_weights(Wb, tau, joint, nv):
+    """1 / sigma_j per joint j: sigma_j the RMS residual of joint j's rows (joint == j) under an
+    ordinary least-squares fit of the base parameters (columns Wb), at least SIGMA_FLOOR of the
+    RMS of its torques (1 for a joint without rows or torque)."""
+    beta, *_ = np.linalg.lstsq(Wb, tau, rcond=None)
+    residual = tau - Wb @ beta
+    sigma = np.ones(nv)
+    for j in range(nv):
+        rows = joint == j
+        if np.any(rows):
+            sigma[j] = max(np.sqrt(np.mean(residual[rows] ** 2)), SIGMA_FLOOR * np.sqrt(np.mean(tau[rows] ** 2)))
+    sigma[sigma == 0.0] = 1.0
+    return 1.0 / sigma
 
 
 def mesh_prior(model, density, progress=None):
