@@ -174,3 +174,42 @@ def test_recorder_writes_a_live_topic(tmp_path):
 def test_bag_writer_refuses_an_existing_folder(tmp_path):
     with pytest.raises(ValueError, match="exists already"):
         BagWriter(str(tmp_path))
+
+
+@pytest.mark.ros
+def test_record_command(tmp_path, capsys):
+    """`dyn-control record OUT --duration 1 --topics TOPIC:TYPE` while this process publishes."""
+    import threading
+
+    import rclpy
+    from sensor_msgs.msg import JointState
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    node = rclpy.create_node("record_command_test", context=context)
+    publisher = node.create_publisher(JointState, "/record_test/joint_states", 10)
+    stop = threading.Event()
+
+    def publish():
+        k = 0
+        while not stop.is_set():
+            msg = JointState(name=list(JOINTS), position=[float(k)] * 3, velocity=[0.0] * 3, effort=[0.0] * 3)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = 1 + k // 1000, 1_000_000 * (k % 1000)
+            publisher.publish(msg)
+            k += 1
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=publish)
+    thread.start()
+    path = str(tmp_path / "recorded")
+    try:
+        code = main(["record", path, "--duration", "1.5", "--topics",
+                     "/record_test/joint_states:sensor_msgs/msg/JointState"])
+    finally:
+        stop.set()
+        thread.join()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert code == 0 and "wrote" in capsys.readouterr().out
+    states = read_joint_states(path, JOINTS, topic="/record_test/joint_states")
+    assert len(states.t) > 50
+    assert np.all(np.diff(states.q[:, 0]) >= 1.0)    # in the order published (best effort may drop one)
