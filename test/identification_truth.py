@@ -11,6 +11,7 @@ from dyn_control.identification.base_parameters import random_states, regressor_
 from dyn_control.identification.excitation import design_excitation
 from dyn_control.identification.synthetic import track
 from dyn_control.inertia.parameters import transform_phi
+from dyn_control.simulation.builtin import BuiltinSimulator
 
 DURATION = 10.0                   # [s] recorded, one period of the excitation
 NOISE = (1e-5, 1e-3, 0.05)        # position [rad], velocity [rad/s], effort [N m] standard deviations
@@ -40,8 +41,16 @@ def excitation():
 
 
 @functools.lru_cache(maxsize=None)
-def recording(noisy):
-    return track(truth(), nominal(), excitation(), DURATION, noise=NOISE if noisy else None, seed=2)
+def recording(noisy, engine="builtin"):
+    """10 s of the truth tracking the excitation, simulated by the builtin simulator or by MuJoCo."""
+    simulator = BuiltinSimulator
+    if engine == "mujoco":
+        from dyn_control.simulation.mujoco_backend import MujocoSimulator
+
+        def simulator(robot, dt, q0):
+            return MujocoSimulator(robot, dc.bundled_urdf("arm7"), dt, q0)
+    return track(truth(), nominal(), excitation(), DURATION, noise=NOISE if noisy else None, seed=2,
+                 simulator=simulator)
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,7 +11,8 @@ from ..simulation.builtin import BuiltinSimulator
 from .bag import JointStates
 
 
-def track(robot, model, motion, duration, dt=1e-3, kp=400.0, kd=40.0, noise=None, seed=0, effort="centred"):
+def track(robot, model, motion, duration, dt=1e-3, kp=400.0, kd=40.0, noise=None, seed=0, effort="centred",
+          simulator=BuiltinSimulator):
     """JointStates of `robot` (its joint names) following motion(t) -> (q_d, v_d, a_d) (each
     (len(t), n), e.g. an Excitation) for `duration` s at steps dt, starting at rest at q_d(0).
     Sample k is the state at k dt and the effort the mean torque over the step before and the step
@@ -20,11 +21,12 @@ def track(robot, model, motion, duration, dt=1e-3, kp=400.0, kd=40.0, noise=None
     torque of either step alone is half a step early or late); effort="previous": the torque of the
     step before it, as dyn_simulator publishes it with its state (half a step late). noise: None
     or (position, velocity, effort) standard deviations of Gaussian measurement noise added to the
-    recorded values."""
+    recorded values. simulator(robot, dt, q0): the simulated robot (default BuiltinSimulator; e.g.
+    a MujocoSimulator for an engine independent of dyn_control's kernels)."""
     count = int(round(duration / dt))
     t = np.arange(count) * dt
     q_d, v_d, a_d = motion(t)
-    simulator = BuiltinSimulator(robot, dt, q0=q_d[0])
+    simulator = simulator(robot, dt, q_d[0])
     data = model.create_data()
     q, v, applied = np.empty((count, robot.nv)), np.empty((count, robot.nv)), np.empty((count, robot.nv))
     for k in range(count):
