@@ -213,3 +213,23 @@ def test_record_command(tmp_path, capsys):
     states = read_joint_states(path, JOINTS, topic="/record_test/joint_states")
     assert len(states.t) > 50
     assert np.all(np.diff(states.q[:, 0]) >= 1.0)    # in the order published (best effort may drop one)
+
+
+def test_identify_command_without_joint_terms(tmp_path):
+    """planar2 without friction, heavier than its URDF: `--no-joint-terms` fits the inertial
+    parameters only and writes no joint section; the loaded model's torques along the motion are
+    the truth's (rnea of both)."""
+    from dyn_control.identification.excitation import design_excitation
+    urdf = dc.bundled_urdf("planar2")
+    model = dc.load_urdf(urdf)
+    truth = model.with_inertial_parameters(model.phi * [1.3, 1.0, 1.0, 1.0, 1.2, 1.2, 1.2, 1.0, 1.0, 1.0])
+    excitation = design_excitation(model, 4.0, 4, restarts=1, max_iterations=20, joint_terms=False)
+    states = track(truth, model, excitation, 8.0)
+    path, output = str(tmp_path / "planar"), str(tmp_path / "planar.yaml")
+    write_joint_states(path, states.t, model.joint_names, states.q, states.v, states.effort)
+    assert main(["identify", path, "--urdf", urdf, "-o", output, "--no-joint-terms"]) == 0
+    assert "joints:" not in open(output).read()
+    loaded = dc.load_parameters(model, output)
+    q, v, a = excitation(np.linspace(0.0, 4.0, 200))
+    ours, true = dc.rnea_batch(loaded, q, v, a), dc.rnea_batch(truth, q, v, a)
+    assert np.sqrt(np.mean((ours - true) ** 2)) <= 1e-3 * np.sqrt(np.mean(true ** 2))
