@@ -83,7 +83,10 @@ setup(
         "meshes": ["trimesh"],
         # the simulator's independent physics backend
         "mujoco": ["mujoco"],
-        "test": ["pytest", "hypothesis", "pin", "example-robot-data", "trimesh", "mujoco"],
+        # dyn-control excite / record / identify: ROS 2 bags without ROS, the consistent fit's convex program
+        "identification": ["rosbags", "cvxpy", "clarabel", "scipy"],
+        "test": ["pytest", "hypothesis", "pin", "example-robot-data", "trimesh", "mujoco", "rosbags", "cvxpy",
+                 "clarabel"],
     },
     zip_safe=True,
     maintainer="dyn_control developers",

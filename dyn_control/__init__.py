@@ -18,6 +18,7 @@ _PUBLIC = {
                      "rnea_derivatives", "rnea_derivatives_batch"),
     ".dynamics": ("aba", "coriolis_matrix", "crba", "forward_kinematics", "frame_pose", "gravity", "jacobian",
                   "nonlinear_effects", "rnea"),
+    ".identification.parameters_file": ("load_parameters",),
     ".inertia": ("mesh_inertia", "mesh_inertia_derivatives"),
     ".kernels.joint_terms": ("COULOMB_VELOCITY_SCALE",),
     ".mappings": ("load_mapping",),

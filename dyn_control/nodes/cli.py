@@ -448,7 +448,11 @@ def main(argv=None):
                            "its URDF lacks (config/demo_mismatch.yaml)")
     demo_args.add_argument("--matched", action="store_true",
                            help="with --mismatch: the controller is given the simulated robot's true values")
+    from ..identification import cli as identification
+    identification.add_commands(commands)     # excite, record, identify
     args = parser.parse_args(argv)
+    if args.command in identification.COMMANDS:
+        return identification.run(args)
     if args.command == "bringup":
         if not os.path.isfile(args.config):
             parser.error(f"no such file: {args.config}")
