@@ -22,35 +22,14 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 import yaml
-from numba import njit
 
+from ..control.fourier import fourier_reference  # noqa: F401  (the controller's evaluator of these motions)
 from .base_parameters import regressor_rows, structural_base_parameters
 
 CONTROLLER_KEY = "/**/dyn_controller"   # the excitation file's node entry: the controller in any namespace
 POSITION_MARGIN = 0.05      # of each joint's range, kept free at both ends
 VELOCITY_MARGIN = 0.9       # fraction of the URDF velocity limit used
 ACCELERATION_PER_VELOCITY = 2.0   # default acceleration limit [rad/s^2] per velocity limit [rad/s]
-
-
-@njit(cache=True, nogil=True)
-def fourier_reference(t, q0, a, b, omega_f, q_d, v_d, a_d):
-    """q_d, v_d, a_d (n,) <- the Fourier series at time t: q0 (n,), a and b (n, L) (a[i, l - 1] is
-    a_il), omega_f the base angular frequency [rad/s]. Allocates nothing."""
-    n, harmonics = a.shape
-    for i in range(n):
-        q_d[i] = q0[i]
-        v_d[i] = 0.0
-        a_d[i] = 0.0
-    for l in range(1, harmonics + 1):
-        w = l * omega_f
-        s = math.sin(w * t)
-        c = math.cos(w * t)
-        for i in range(n):
-            ail = a[i, l - 1]
-            bil = b[i, l - 1]
-            q_d[i] += (ail * s - bil * c) / w
-            v_d[i] += ail * c + bil * s
-            a_d[i] += (bil * c - ail * s) * w
 
 
 def fourier_trajectory(t, q0, a, b, omega_f):

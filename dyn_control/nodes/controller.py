@@ -33,6 +33,7 @@ from ..control import tick as T
 from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.adaptation import InertialAdaptation
 from ..control.computed_torque import SAFE_MODES
+from ..control.fourier import fourier_reference
 from ..control import trajectory as trajectories
 from ..model import JOINT_PARAMETER_NAMES, PRISMATIC
 from . import follow_joint_trajectory, params, preload, qos, trajectory_input
@@ -41,12 +42,12 @@ from .inputs import ACCEPTED, JointStateReader, reference_from_point
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
-from .robot import (check_forward_controller_joints, joint_indices, joint_term_parameters, load_robot,
+from .robot import (check_forward_controller_joints, resolve_path, joint_indices, joint_term_parameters, load_robot,
                     parameter_files, payload_parameters, per_joint, with_joint_terms, with_payload)
 from .timing import RealtimeLoop, default_cpu
 from .wire import RawMessage, markers
 
-REFERENCE_TYPES = ("hold", "sine")
+REFERENCE_TYPES = ("hold", "sine", "fourier")
 GRAVITY_MODES = ("controller", "robot")
 FINAL_MODES = ("silent", "zero", "hold")
 STOP_SPEED = 0.02    # [rad/s] below it on every controlled joint, the arm rests (braking stops)
@@ -73,6 +74,18 @@ PARAMETERS = (
     Param("reference.position", [], "numbers", "activate",
           "hold position / sine centre [rad], one per joint (empty: the position at activation)"),
     Param("reference.amplitude", 0.1, "numbers", "activate", "sine amplitude [rad], one or one per joint"),
+    Param("reference.fourier.joints", [], "strings", "activate",
+          "fourier: the joints the series moves (the others hold their position at activation)"),
+    Param("reference.fourier.q0", [], "numbers", "activate", "fourier: the series' offset per joint [rad]"),
+    Param("reference.fourier.a", [], "numbers", "activate",
+          "fourier: sine coefficients a_il [rad/s], joint-major (a[i * harmonics + l - 1])"),
+    Param("reference.fourier.b", [], "numbers", "activate", "fourier: cosine coefficients b_il [rad/s], joint-major"),
+    Param("reference.fourier.harmonics", 0, "integer", "activate", "fourier: harmonics per joint", 0, 1000),
+    Param("reference.fourier.frequency", 0.1, "number", "activate",
+          "fourier: the base frequency w_f / 2 pi [Hz] (1 / the period)", 1e-6, 100.0),
+    Param("model.parameters_file", "", "string", "configure",
+          "identified parameters (dyn-control identify's YAML: inertial parameters per link, joint terms per "
+          "joint), applied over the URDF's and model.*'s (empty: none)"),
     Param("reference.frequency", 0.5, "number", "activate", "sine frequency [Hz]", 0.0, 100.0),
     Param("estimator.frame", "", "string", "configure",
           "link whose origin the wrench estimate acts at (empty: the model's last frame, a serial arm's tip)"),
@@ -243,6 +256,10 @@ class ControllerNode(LoopNode):
         for message in model.warnings:
             self.get_logger().warning(f"URDF: {message}")
         model = with_payload(with_joint_terms(model, values, "model."), values, "model.payload.")
+        if values["model.parameters_file"]:
+            from ..identification.parameters_file import load_parameters
+            model = load_parameters(model, resolve_path(values["model.parameters_file"]))
+            self.get_logger().info(f"model parameters from {values['model.parameters_file']}")
         mapping, joints = None, values["joints"]
         if values["mapping.name"]:
             if np.any(model.joint_terms) or values["model.payload.link"]:
@@ -379,6 +396,8 @@ class ControllerNode(LoopNode):
         c.reader.forget()
         self.warmup_progress = "compiling 2/2: the tick"
         c.tick_kernel.warm_up()
+        fourier_reference(0.0, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), 1.0, np.zeros(1), np.zeros(1),
+                          np.zeros(1))     # the fourier reference's evaluator
         c.tau[:] = 0.0
         self.compile_time = time.perf_counter() - start
         self.warmup_progress = f"compiled in {self.compile_time:.1f} s"
@@ -527,6 +546,7 @@ class ControllerNode(LoopNode):
         n = len(c.controlled)
         c.reader.forget()
         c.reference_sine = values["reference.type"] == "sine"
+        c.fourier = self._fourier(values) if values["reference.type"] == "fourier" else None
         c.reference_position = values["reference.position"]
         c.amplitude[:] = 0.0
         if c.reference_sine:
@@ -580,6 +600,11 @@ class ControllerNode(LoopNode):
             s[T.S_POINT] = 1.0
         elif c.reference_point is not c.applied_point:
             self._apply_point()
+        elif c.fourier is not None and c.reference_point is None:
+            joints, q0, a, b, omega, q, v, acc = c.fourier
+            fourier_reference(t, q0, a, b, omega, q, v, acc)
+            c.q_d[joints], c.v_d[joints], c.a_d[joints] = q, v, acc
+            s[T.S_POINT] = 1.0
         s[T.S_T] = t
         s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
         s[T.S_WANT_GRADIENT] = gradient_phase == 1 % period and s[T.S_COUNT] > 0
@@ -639,6 +664,25 @@ class ControllerNode(LoopNode):
                 return True
         return False
 
+    def _fourier(self, values):
+        """(model indices, q0, a, b (n, L), w_f, and the series' buffers) of reference.fourier.*, a
+        ValueError naming what does not fit."""
+        c = self._configured
+        names, harmonics = values["reference.fourier.joints"], values["reference.fourier.harmonics"]
+        unknown = [name for name in names if name not in c.controlled_names]
+        if not names or unknown or len(set(names)) != len(names):
+            raise ValueError(f"parameter reference.fourier.joints: distinct controlled joints needed, got {names} "
+                             f"(controlled: {', '.join(c.controlled_names)})")
+        n = len(names)
+        q0 = np.array(values["reference.fourier.q0"])
+        a, b = np.array(values["reference.fourier.a"]), np.array(values["reference.fourier.b"])
+        if harmonics < 1 or q0.shape != (n,) or a.shape != (n * harmonics,) or b.shape != (n * harmonics,):
+            raise ValueError(f"parameters reference.fourier.*: {n} joints need {n} q0 and {n} x harmonics "
+                             f"({harmonics}) a and b, got {q0.size}, {a.size} and {b.size}")
+        joints = np.array([c.names.index(name) for name in names])
+        return (joints, q0, a.reshape(n, harmonics), b.reshape(n, harmonics),
+                2.0 * math.pi * values["reference.fourier.frequency"], np.zeros(n), np.zeros(n), np.zeros(n))
+
     def _on_sample(self, now):
         """A new accepted joint state: start the reference clock, flag the estimators' step (or
         their reset after a gap)."""
@@ -647,6 +691,8 @@ class ControllerNode(LoopNode):
         if c.start_stamp is None:
             c.start_stamp = reader.stamp
             c.centre[:] = reader.q
+            if c.fourier is not None:      # the joints the series does not move hold where they are
+                c.q_d[:], c.v_d[:], c.a_d[:] = reader.q, 0.0, 0.0
             if c.reference_position:
                 c.centre[c.controlled] = per_joint("reference.position", c.reference_position, len(c.controlled))
             reset, dt = True, 0.0
