@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import dyn_control as dc
+from dyn_control.control.fourier import fourier_reference
 from dyn_control.identification.base_parameters import regressor_rows, structural_base_parameters
-from dyn_control.identification.excitation import (Excitation, design_excitation, fourier_reference,
-                                                   fourier_trajectory, joint_limits, read_excitation)
+from dyn_control.identification.excitation import (Excitation, design_excitation, fourier_trajectory, joint_limits,
+                                                   read_excitation)
 from dyn_control.nodes.cli import main
 
 

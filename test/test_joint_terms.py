@@ -14,7 +14,7 @@ import pytest
 
 import dyn_control as dc
 from dyn_control.kernels.joint_terms import COULOMB_VELOCITY_SCALE
-from oracles import JIT_DISABLED, central_difference, pin_q, random_state, robot_urdf, swap_halves
+from oracles import JIT_DISABLED, central_difference, pin_q, random_state, robot_urdf
 
 pytestmark = pytest.mark.kernels
 

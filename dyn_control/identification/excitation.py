@@ -23,7 +23,6 @@ import scipy.linalg
 import scipy.optimize
 import yaml
 
-from ..control.fourier import fourier_reference  # noqa: F401  (the controller's evaluator of these motions)
 from .base_parameters import regressor_rows, structural_base_parameters
 
 CONTROLLER_KEY = "/**/dyn_controller"   # the excitation file's node entry: the controller in any namespace
@@ -33,7 +32,8 @@ ACCELERATION_PER_VELOCITY = 2.0   # default acceleration limit [rad/s^2] per vel
 
 
 def fourier_trajectory(t, q0, a, b, omega_f):
-    """(q, v, acc), each (len(t), n): the series at the times t (vectorised fourier_reference)."""
+    """(q, v, acc), each (len(t), n): the series at the times t (control.fourier.fourier_reference
+    vectorised)."""
     t = np.asarray(t, dtype=np.float64)
     l = np.arange(1, a.shape[1] + 1)
     w = l * omega_f

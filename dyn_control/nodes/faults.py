@@ -9,7 +9,7 @@ own) between the simulator's /joint_states and the controller, which listens to
 - stop: deactivate the controller, the simulator holding its last command (as ros2_control's
   forward controllers do); activate it again; then lifecycle shutdown from active.
 A listener in the bringup process records the simulator's joint states (the true state), the
-controller's ~/desired and commands (values and DDS source timestamps), and /diagnostics. Per fault,
+controller's ~/desired and commands (values and DDS source timestamps). Per fault,
 from the fault's start (t0) to 2 s after its end (t1):
 - peak speed: each joint's largest speed against the larger of 1.5 times its peak speed over the
   2 s before t0 and 0.5 rad/s, and against its URDF velocity limit (the worst joint's ratio);
@@ -75,7 +75,6 @@ class FaultMonitor:
         self.windows = {}     # event name -> [t0, t1] [ns]
 
     def start(self, node):
-        from diagnostic_msgs.msg import DiagnosticArray
         from lifecycle_msgs.srv import ChangeState
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64, Float64MultiArray
@@ -87,12 +86,9 @@ class FaultMonitor:
         self.commands = qos.PolledSubscription(node, Float64MultiArray, "/effort_controller/commands",
                                                qos.recording(5000))
         self.drops = qos.PolledSubscription(node, Float64MultiArray, "/dyn_relay/dropped", qos.recording(10))
-        self.diagnostics = qos.PolledSubscription(node, DiagnosticArray, "/diagnostics", qos.recording(100))
         self.drop = node.create_publisher(Float64, "/dyn_relay/drop", qos.STATE)
         self.lifecycle = node.create_client(ChangeState, "/dyn_controller/change_state")
         self.rows = {"states": [], "desired": [], "commands": [], "drops": []}
-        self.trips = []       # (source time [ns], watchdog trips) from the controller's diagnostics
-        self.Float64 = Float64
 
     def status(self, phase, elapsed):
         self.poll()
@@ -114,11 +110,6 @@ class FaultMonitor:
             self.rows["commands"].append((taken[1]["source_timestamp"], np.array(taken[0].data)))
         while (msg := self.drops.take()) is not None:
             self.rows["drops"].append(list(msg.data))
-        while (taken := self.diagnostics.take_with_info()) is not None:
-            for status in taken[0].status:
-                values = {kv.key: kv.value for kv in status.values}
-                if "dyn_controller" in status.name and "watchdog trips" in values:
-                    self.trips.append((taken[1]["source_timestamp"], int(values["watchdog trips"])))
 
 
 # the faults: each returns action(monitor, name), which injects it at the reference's next speed
@@ -141,8 +132,9 @@ def at_speed_peak(monitor):
 def outage(seconds):
     """The relay drops the joint states for `seconds` (the window: from the relay's report)."""
     def action(monitor, name):
+        from std_msgs.msg import Float64
         at_speed_peak(monitor)
-        monitor.drop.publish(monitor.Float64(data=seconds))
+        monitor.drop.publish(Float64(data=seconds))
         monitor.windows[name] = None
     return action
 
