@@ -22,10 +22,14 @@ PYTHON_KEYS = {"numpy": "python3-numpy", "scipy": "python3-scipy", "numba": "pyt
                "llvmlite": "python3-numba",        # numba's compiler, installed with it
                "yaml": "python3-yaml", "matplotlib": "python3-matplotlib"}
 OPTIONAL = {"mujoco": "setup.py extra 'mujoco' (the simulator's second backend)",
-            "trimesh": "setup.py extra 'meshes' (inertia from mesh files)"}
-# needed without being imported: the `ros2 launch` command, the Gazebo launch's packages, and
-# control_msgs for the FollowJointTrajectory action (left out with one log line where missing)
-NOT_IMPORTED = {"ros2launch", "control_msgs", *GAZEBO_PACKAGES}
+            "trimesh": "setup.py extra 'meshes' (inertia from mesh files)",
+            "rosbags": "setup.py extra 'identification' (bags without ROS)",
+            "cvxpy": "setup.py extra 'identification' (the consistent fit)",
+            "pinocchio": "an independent oracle of `dyn-control faults` where installed (the test extra)"}
+# ROS packages that this machine builds itself (not a ros-* wheel): control_msgs from interfaces/
+LOCAL_BUILDS = {"control_msgs"}
+# needed without being imported: the `ros2 launch` command and the Gazebo launch's packages
+NOT_IMPORTED = {"ros2launch", *GAZEBO_PACKAGES}
 
 
 def imported_modules():
@@ -64,7 +68,7 @@ def test_ros_wheels_confirm_which_imports_are_ros_packages():
     distributions = importlib.metadata.packages_distributions()
     for module in imported_modules():
         wheels = distributions.get(module)
-        if not wheels:
+        if not wheels or module in LOCAL_BUILDS:
             continue          # launch, launch_ros, xacro: only in a ROS 2 distribution
         from_ros_wheel = any(w.lower().startswith("ros-") for w in wheels)
         assert from_ros_wheel == (module not in PYTHON_KEYS and module not in OPTIONAL), (module, wheels)

@@ -141,7 +141,6 @@ class TickBuffers:
     def set_model(self, model):
         """Use `model` (the same robot, e.g. adapted inertial parameters) from the next tick on."""
         copy_model(model, self.f)
-        self.f.joint_terms[:] = model.joint_terms
         self.model = model
 
     def tick(self):
@@ -206,6 +205,11 @@ class ControllerTick(TickBuffers):
     order of `command`); frame: the estimator's frame; window: samples in the gradient window."""
 
     WINDOW_SUMS = ("sum_YY", "sum_Yt", "twist_sum", "joint_sum_yy", "joint_sum_yr")
+
+    def set_model(self, model):
+        """TickBuffers.set_model, the model's joint terms included."""
+        super().set_model(model)
+        self.f.joint_terms[:] = model.joint_terms
 
     def __init__(self, model, controlled, frame, window):
         if model.coupling is not None:
