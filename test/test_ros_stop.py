@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -54,17 +55,29 @@ def test_sigint_leaves_the_safe_command_and_exits_cleanly(tmp_path):
     states = qos.PolledSubscription(node, JointState, "/joint_states", qos.recording(5000))
     controller = start("controller", params)
     simulator = start("simulator", params)
+    # the simulator's joint states, drained every 2 ms: Fast DDS may drop a writer's samples from a
+    # reader's queue once that writer is gone, so they are taken while it still publishes
+    last = []
+    draining = threading.Event()
+
+    def drain_states():
+        while not draining.wait(0.002):
+            last.extend(iter(states.take, None))
+    drainer = threading.Thread(target=drain_states, daemon=True)
+    drainer.start()
     try:
-        received, last_state = [], None
+        received = []
         deadline = time.monotonic() + 120.0
-        while len(received) < 500 and time.monotonic() < deadline:
+        while (len(received) < 500 or not last) and time.monotonic() < deadline:   # (discovery of both)
             received += [m.data for m in iter(commands.take, None)]
             time.sleep(0.05)
-        assert len(received) >= 500, "the loop never closed"
+        assert len(received) >= 500 and last, "the loop never closed"
         sim_code, sim_output = end(simulator)
         time.sleep(0.3)          # the controller goes to safe mode on the last joint state
-        while (msg := states.take()) is not None:
-            last_state = msg
+        draining.set()
+        drainer.join()
+        last.extend(iter(states.take, None))
+        last_state = last[-1]
         code, output = end(controller)
         time.sleep(0.2)
         received += [m.data for m in iter(commands.take, None)]

@@ -7,6 +7,7 @@ with period 2 pi / w_f; its velocity and acceleration in closed form.
 """
 import math
 
+import numpy as np
 from numba import njit
 
 
@@ -29,3 +30,9 @@ def fourier_reference(t, q0, a, b, omega_f, q_d, v_d, a_d):
             q_d[i] += (ail * s - bil * c) / w
             v_d[i] += ail * c + bil * s
             a_d[i] += (bil * c - ail * s) * w
+
+
+def warm_up():
+    """Compile (or load) fourier_reference for the argument types the controller passes."""
+    fourier_reference(0.0, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), 1.0, np.zeros(1), np.zeros(1),
+                      np.zeros(1))

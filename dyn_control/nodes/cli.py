@@ -448,6 +448,9 @@ def main(argv=None):
                            "its URDF lacks (config/demo_mismatch.yaml)")
     demo_args.add_argument("--matched", action="store_true",
                            help="with --mismatch: the controller is given the simulated robot's true values")
+    demo_args.add_argument("--identify", action="store_true",
+                           help="with --mismatch: identify the simulated robot through ROS first (excite, record a "
+                           "bag, identify), then run the demo on the identified model")
     from ..identification import cli as identification
     identification.add_commands(commands)     # excite, record, identify
     args = parser.parse_args(argv)
@@ -462,8 +465,11 @@ def main(argv=None):
     if args.command == "faults":
         from .faults import main as faults
         return faults()
-    if args.matched and not args.mismatch:
-        parser.error("--matched goes with --mismatch")
+    if (args.matched or args.identify) and not args.mismatch:
+        parser.error("--matched and --identify go with --mismatch")
+    if args.identify:
+        from .demo import identify_demo
+        return identify_demo(args.duration, args.output)[0]
     from .demo import run_demo
     return run_demo(args.duration, args.output, args.robot, args.mismatch, args.matched)[0]
 

@@ -29,9 +29,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 
+from ..control import fourier
 from ..control import tick as T
-from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.adaptation import InertialAdaptation
+from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.computed_torque import SAFE_MODES
 from ..control.fourier import fourier_reference
 from ..control import trajectory as trajectories
@@ -396,8 +397,7 @@ class ControllerNode(LoopNode):
         c.reader.forget()
         self.warmup_progress = "compiling 2/2: the tick"
         c.tick_kernel.warm_up()
-        fourier_reference(0.0, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), 1.0, np.zeros(1), np.zeros(1),
-                          np.zeros(1))     # the fourier reference's evaluator
+        fourier.warm_up()
         c.tau[:] = 0.0
         self.compile_time = time.perf_counter() - start
         self.warmup_progress = f"compiled in {self.compile_time:.1f} s"

@@ -144,6 +144,70 @@ def run_demo(duration=10.0, output="demo_output", robot="arm", mismatch=False, m
     return 0, figures
 
 
+def identify_demo(duration=10.0, output="demo_output", excitation_period=10.0):
+    """`dyn-control demo --mismatch --identify`: identify the mismatch demo's simulated robot through
+    ROS, then run the demo on the identified model. 1. An excitation designed for the URDF (one
+    optimiser start: seconds); 2. the controller tracks it on the simulated robot (no push) while a
+    BagRecorder writes /joint_states into an MCAP bag; 3. `identify` fits a physically consistent
+    model to the bag (the simulator's efforts are half a step late: effort_delay); 4. the demo with
+    the controller's model.parameters_file set to the result. Returns (exit code, the figures)."""
+    from ..identification.bag import read_joint_states
+    from ..identification.excitation import design_excitation
+    from ..identification.identify import identify
+    from ..identification.parameters_file import write_parameters
+    from ..urdf import load_urdf
+    from .bag_recorder import BagRecorder
+    os.makedirs(output, exist_ok=True)
+    with open(os.path.join(config_dir(), MISMATCH)) as f:
+        tree = yaml.safe_load(f)
+    controller = next(v["ros__parameters"] for k, v in tree.items() if k.endswith("dyn_controller"))
+    simulator = next(v["ros__parameters"] for k, v in tree.items() if k.endswith("dyn_simulator"))
+    urdf = os.path.join(config_dir(), "urdf", "arm7.urdf")
+    nominal = load_urdf(urdf)
+    print("identify 1/3: designing the excitation (one optimiser start)")
+    excitation = design_excitation(nominal, excitation_period, 5, restarts=1, max_iterations=20)
+    exciting = copy.deepcopy(tree)
+    for key, value in exciting.items():
+        if key.endswith("dyn_controller"):
+            value["ros__parameters"]["reference"] = excitation.parameters()
+        if key.endswith("dyn_simulator"):
+            value["ros__parameters"].pop("external_wrench", None)
+    with tempfile.TemporaryDirectory(prefix="dyn_control_identify_") as folder:
+        config = os.path.join(folder, "excitation.yaml")
+        with open(config, "w") as f:
+            yaml.safe_dump(exciting, f)
+        bag = os.path.join(output, "excitation_bag")
+        if os.path.exists(bag):
+            import shutil
+            shutil.rmtree(bag)
+        print(f"identify 2/3: the controller tracks the excitation for {excitation_period + 2.0:g} s, recording {bag}")
+        code = bringup(config, excitation_period + 2.0, BagRecorder(bag, {"/joint_states": "sensor_msgs/msg/JointState"}))
+        if code != 0:
+            return code, {}
+    print("identify 3/3: identifying the parameters from the bag")
+    states = read_joint_states(bag, nominal.joint_names)
+    result = identify(nominal, states, effort_delay=0.5 / simulator["rate_hz"])
+    identified = os.path.abspath(os.path.join(output, "identified.yaml"))
+    write_parameters(identified, result.model, "dyn-control demo --mismatch --identify")
+    print(f"wrote {identified}; held-out RMS torque error, identified: "
+          + ", ".join(f"{e:.1f} %" for e in 100 * result.errors["identified"].relative))
+    controller.setdefault("model", {})["parameters_file"] = identified
+    with tempfile.TemporaryDirectory(prefix="dyn_control_identified_") as folder:
+        config = os.path.join(folder, "demo_mismatch_identified.yaml")
+        with open(config, "w") as f:
+            yaml.safe_dump(tree, f)
+        monitor = DemoMonitor()
+        code = bringup(config, duration, monitor)
+    if code != 0:
+        return code, {}
+    path = os.path.join(output, "demo_mismatch_identified.png")
+    plot(monitor.recorder, path)
+    figures = summary(monitor.recorder)
+    figures.update(loop_summary(monitor.recorder))
+    print(f"plot: {path}")
+    return 0, figures
+
+
 def matched_config(path, folder):
     """A copy of the parameter file at `path` whose controller has the simulated robot's joint terms
     (robot.* -> model.*) and payload (payload.* -> model.payload.*): the controller's model is then

@@ -25,11 +25,12 @@ PROGRESS_PERIOD = 10.0      # [s] between the progress lines of a long load
 
 def controller_kernels(closed_chain=False):
     """The controller's loop: the tick kernel with every branch (a tree's, or the five-bar's for a
-    closed chain), the joint-state parser, the rcl calls of its taking and publishing; and the
-    parsing and building of trajectories."""
+    closed chain), the joint-state parser, the rcl calls of its taking and publishing; the parsing
+    and building of trajectories, and the fourier reference."""
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
+    from ..control import fourier
     from ..control.tick import ControllerTick
     from ..robots import bundled_urdf
     from ..urdf import load_urdf
@@ -47,6 +48,7 @@ def controller_kernels(closed_chain=False):
     else:
         ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
     trajectory_input.warm_up()
+    fourier.warm_up()
     rcl_io.preload()
 
 
