@@ -1,74 +1,31 @@
 """Identification closes the reality gap, closed loop over DDS (issue: identify the robot, sec. 4):
 the simulated robot of config/demo_mismatch.yaml (joint friction, armature, a 1.5 kg payload the
-URDF lacks) is recorded offline tracking a designed excitation (the builtin simulator as that robot,
-identification_truth's tracking), `identify` fits a physically consistent model from the recording
-alone, and the controller is configured with its parameters file (`model.parameters_file`) on the
-same robot in the demo (a 10 N push from 3 s to 6 s). The oracle: the simulated robot's own forces.
-With the identified model the false force stays below 0.3 N and the push is estimated within 3 %
-(95th percentiles); the reference.fourier controller parameters are checked against the closed-form
-series on the way.
+URDF lacks) tracks a designed excitation (the controller's reference.type fourier) while a bag is
+recorded from the graph, `identify` fits a physically consistent model from that bag alone, and
+the controller is configured with its parameters file (`model.parameters_file`) on the same robot in
+the demo (a 10 N push from 3 s to 6 s). The oracle: the simulated robot's own forces. With the
+identified model the false force stays below 0.3 N and the push is estimated within 3 % (95th
+percentiles). The fourier reference is checked against the closed-form series.
 """
-import copy
-import os
-
 import numpy as np
 import pytest
 import ros_harness  # noqa: F401  (this process's own ROS domain)
 import yaml
 
 import dyn_control as dc
-from dyn_control.identification.excitation import design_excitation
-from dyn_control.identification.identify import identify
-from dyn_control.identification.parameters_file import write_parameters
-from dyn_control.identification.synthetic import track
 from dyn_control.nodes.cli import bringup
-from dyn_control.nodes.demo import DemoMonitor, summary
-from dyn_control.robots import config_dir
+from dyn_control.nodes.demo import DemoMonitor, identify_demo
 
 pytestmark = pytest.mark.ros
 
-CONFIG = os.path.join(config_dir(), "demo_mismatch.yaml")
 
-
-def mismatch_entries():
-    with open(CONFIG) as f:
-        tree = yaml.safe_load(f)
-    return tree, tree["/**/dyn_simulator"]["ros__parameters"]
-
-
-def simulated_robot():
-    """The robot the simulator node builds from demo_mismatch.yaml's robot.* and payload.*."""
-    _, sim = mismatch_entries()
-    robot, payload = sim["robot"], sim["payload"]
-    ixx, iyy, izz, ixy, ixz, iyz = payload["inertia"]
-    model = dc.load_urdf(dc.bundled_urdf("arm7")).with_joint_dynamics(
-        robot["armature"], robot["viscous_friction"], robot["coulomb_friction"])
-    return model.with_payload(payload["link"], payload["mass"], payload["center_of_mass"],
-                              [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-
-
-@pytest.fixture(scope="module")
-def identified_file(tmp_path_factory):
-    nominal = dc.load_urdf(dc.bundled_urdf("arm7"))
-    excitation = design_excitation(nominal, 10.0, 5, restarts=1, max_iterations=20)
-    states = track(simulated_robot(), nominal, excitation, 10.0, seed=3)
-    result = identify(nominal, states)
-    path = tmp_path_factory.mktemp("identified") / "identified.yaml"
-    write_parameters(str(path), result.model)
-    return str(path)
-
-
-def test_the_identified_model_removes_the_false_force(identified_file, tmp_path):
-    tree, _ = mismatch_entries()
-    tree = copy.deepcopy(tree)
-    tree["/**/dyn_controller"]["ros__parameters"].setdefault("model", {})["parameters_file"] = identified_file
-    config = tmp_path / "identified_demo.yaml"
-    config.write_text(yaml.safe_dump(tree))
-    monitor = DemoMonitor()
-    assert bringup(str(config), 7.0, monitor) == 0
-    figures = summary(monitor.recorder)
+def test_the_robot_identified_through_ros_removes_the_false_force(tmp_path):
+    """dyn-control demo --mismatch --identify: excitation, a bag recorded from the running graph,
+    identification, then the demo with model.parameters_file."""
+    code, figures = identify_demo(7.0, str(tmp_path))
+    assert code == 0
     print(figures)
-    assert figures["false force p95"] <= 0.3
+    assert figures["false force mean"] <= 0.3 and figures["false force p95"] <= 0.3
     assert figures["force error p95"] <= 0.3          # 3 % of the 10 N push
 
 
