@@ -91,8 +91,11 @@ _fast_coriolis_matrix = strict(_entry.coriolis_matrix)
 _fast_forward_kinematics = strict(_entry.forward_kinematics)
 _fast_jacobian = strict(_entry.jacobian)
 # a fast call that gives way: argument types not compiled (TypeError; ValueError where Numba cannot
-# type an argument, such as an empty list), not a Model or Data (AttributeError), M(q) singular in ABA
-_FAST_REFUSED = (AttributeError, TypeError, ValueError, ZeroDivisionError)
+# type an argument, such as an empty list), not a Model or Data (AttributeError), M(q) singular in ABA,
+# and another thread compiling the kernel's signature at that moment (compiled_call turns the
+# dispatcher's compile flag on for it: this thread's dispatcher then tries to compile too, and finds
+# the flag off again: RuntimeError "compilation disabled"); the checked path waits for that compile
+_FAST_REFUSED = (AttributeError, TypeError, ValueError, ZeroDivisionError, RuntimeError)
 
 
 def as_vector(name, x, n):

@@ -197,3 +197,21 @@ def test_the_issue_case():
     dc.rnea_second_derivatives(model, data, q, q, q)
     dc.aba_second_derivatives(model, data, q, q, q)
     assert signature_count() == before
+
+
+def test_a_fast_call_refused_by_a_compile_in_another_thread_takes_the_checked_path(monkeypatch):
+    """Another thread compiling an entry kernel's signature turns its compile flag on for a moment;
+    a fast call then tries to compile and meets the flag off again (Numba's RuntimeError
+    "compilation disabled": seen when a node's kernel preload and its configure met). The public
+    function goes the checked way and gives the same result."""
+    from dyn_control import dynamics
+    model = dc.load_urdf(dc.bundled_urdf("arm7"))
+    data = model.create_data()
+    rng = np.random.default_rng(0)
+    q, v, a = rng.normal(size=(3, model.nv))
+    expected = dc.rnea(model, data, q, v, a).copy()
+
+    def compiling_elsewhere(*args):
+        raise RuntimeError("compilation disabled")
+    monkeypatch.setattr(dynamics, "_fast_rnea", compiling_elsewhere)
+    np.testing.assert_array_equal(dc.rnea(model, data, q, v, a), expected)
