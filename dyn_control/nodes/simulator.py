@@ -116,6 +116,12 @@ PARAMETERS = (
     Param("external_wrench.schedule.torque", [], "numbers", "configure",
           "torques [N m], 3 numbers per entry (empty: zero), root-frame axes"),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
+    Param("noise.position", 0.0, "number", "configure",
+          "standard deviation of Gaussian noise on the published positions [rad, m] (a sensor's)", 0.0, 1.0),
+    Param("noise.velocity", 0.0, "number", "configure", "... on the published velocities [rad/s, m/s]", 0.0, 100.0),
+    Param("noise.effort", 0.0, "number", "configure", "... on the published efforts [N m, N]", 0.0, 1e4),
+    Param("noise.seed", 0, "integer", "configure", "seed of the noise (a run repeats with the same seed)", 0,
+          2 ** 31 - 1),
 ) + joint_term_parameters("robot.", "the simulated robot's") + payload_parameters("payload.", "the simulated robot's")
 
 
@@ -322,6 +328,9 @@ class SimulatorNode(LoopNode):
                 raise ValueError(f"parameter initial_positions: {len(q0)} numbers for {model.nv} joints "
                                  f"({', '.join(model.actuated_joints)})")
             c.sim = make_simulator(c.backend, model, urdf, 1.0 / values["rate_hz"], q0)
+        c.noise_std = (values["noise.position"], values["noise.velocity"], values["noise.effort"])
+        c.noise = np.random.default_rng(values["noise.seed"]) if any(c.noise_std) else None
+        c.noise_sample = np.zeros(model.nv)
         c.gravity_by_robot = values["gravity_compensation"] == "robot"
         if c.gravity_by_robot and c.mapping is not None:
             raise ValueError("parameter gravity_compensation: robot is not simulated on a closed chain")
@@ -534,6 +543,12 @@ class SimulatorNode(LoopNode):
         m.views["position"][:] = c.sim.q
         m.views["velocity"][:] = c.sim.v
         m.views["effort"][:] = c.sim.effort
+        if c.noise is not None:      # measurement noise: what is published, never the simulated state
+            for field, std in zip(("position", "velocity", "effort"), c.noise_std):
+                if std > 0.0:
+                    c.noise.standard_normal(out=c.noise_sample)
+                    c.noise_sample *= std
+                    m.views[field][:] += c.noise_sample
         c.joint_out.publish()
         a = c.applied_raw
         a.set_stamp(stamp)
@@ -591,6 +606,7 @@ class _Configured:
     waiting = False
     step = 0
     zero6 = np.zeros(6)
+    noise = None
 
 
 def main(args=None):
