@@ -18,16 +18,27 @@ from dyn_control.nodes.demo import run_demo
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("mismatch")
-    results = {}
-    for matched in (False, True):
+STALL_MS = 50.0     # a gap between the controller's commands over its watchdog: the machine stalled
+
+
+def demo_run(folder, matched):
+    """The demo's figures; a run in which the machine stalled the loop (the commands' DDS source
+    timestamps show a gap over STALL_MS: the robot brakes, the observer restarts) is run once more,
+    and skipped, with the evidence, when it stalls again."""
+    for attempt in range(2):
         code, figures = run_demo(7.0, str(folder), "arm", mismatch=True, matched=matched)
         assert code == 0
         print(("matched" if matched else "nominal"), figures)
-        results[matched] = figures
-    return results
+        if figures["longest command gap [ms]"] <= STALL_MS:
+            return figures
+    pytest.skip(f"the machine stalled the loop twice (commands {figures['longest command gap [ms]']:.0f} ms apart, "
+                f"over the {STALL_MS:g} ms watchdog): the estimate's figures are the machine's")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mismatch")
+    return {matched: demo_run(folder, matched) for matched in (False, True)}
 
 
 def test_the_matched_model_estimates_the_push_and_no_false_force(runs):

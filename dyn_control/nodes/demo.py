@@ -232,7 +232,8 @@ def command_gaps(times_ns):
 
 def loop_summary(recorder):
     """The loop as seen from outside (the commands' source timestamps) and as the controller
-    reports it (its last /diagnostics); printed, and the controller's tick CPU time returned."""
+    reports it (its last /diagnostics); printed, and the controller's tick CPU time and the longest
+    gap between commands returned."""
     gaps = command_gaps(recorder.command_times())
     if gaps.size:
         p50, p99 = np.percentile(gaps, [50, 99]) * 1e3
@@ -244,7 +245,10 @@ def loop_summary(recorder):
               f"{loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks, tick CPU p50 "
               f"{loop.get('tick cpu p50 [ms]', '?')} ms, p99 {loop.get('tick cpu p99 [ms]', '?')} ms, tick "
               f"duration p50 {loop.get('compute p50 [ms]', '?')} ms, p99 {loop.get('compute p99 [ms]', '?')} ms")
-    return {key: float(loop[key]) for key in ("tick cpu p50 [ms]", "tick cpu p99 [ms]") if key in loop}
+    figures = {key: float(loop[key]) for key in ("tick cpu p50 [ms]", "tick cpu p99 [ms]") if key in loop}
+    if gaps.size:
+        figures["longest command gap [ms]"] = float(gaps.max() * 1e3)
+    return figures
 
 
 def summary(recorder):
