@@ -6,8 +6,8 @@ import pytest
 
 import dyn_control as dc
 from dyn_control.identification.base_parameters import regressor_rows, random_states, weighted_normal_form
-from dyn_control.identification.consistent import (consistent_parameters, entropic_divergence, phi_of_pseudo_inertia,
-                                                   pseudo_inertia)
+from dyn_control.identification.consistent import consistent_parameters, entropic_divergence
+from dyn_control.inertia.parameters import phi_of_pseudo_inertia, pseudo_inertia
 from dyn_control.identification.parameters_file import write_parameters, write_urdf
 
 

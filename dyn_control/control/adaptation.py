@@ -21,27 +21,11 @@ chain rule from d loss / d phi, and each body's step bounded in norm.
 import numpy as np
 
 from ..dynamics import as_vector
+from ..inertia.parameters import phi_of_pseudo_inertia, pseudo_inertia
 from .checks import as_scalar, copy_out, require_finite
 
 # entries of Ubar (U / e^alpha) that theta[4:] holds, in theta order: s12, s23, s13, t1, t2, t3
 _FREE_ENTRIES = ((0, 1), (1, 2), (0, 2), (0, 3), (1, 3), (2, 3))
-
-
-def pseudo_inertia(phi):
-    """The 4x4 pseudo-inertia J of one body's phi (10,)."""
-    m, h = phi[0], phi[1:4]
-    I = np.array([[phi[4], phi[7], phi[8]], [phi[7], phi[5], phi[9]], [phi[8], phi[9], phi[6]]])
-    J = np.empty((4, 4))
-    J[:3, :3] = 0.5 * np.trace(I) * np.eye(3) - I
-    J[:3, 3] = J[3, :3] = h
-    J[3, 3] = m
-    return J
-
-
-def phi_from_pseudo_inertia(J):
-    Sigma = J[:3, :3]
-    I = np.trace(Sigma) * np.eye(3) - Sigma
-    return np.array([J[3, 3], J[0, 3], J[1, 3], J[2, 3], I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])
 
 
 def log_cholesky_factor(theta):
@@ -56,7 +40,7 @@ def log_cholesky_factor(theta):
 
 def theta_to_phi(theta):
     U = log_cholesky_factor(theta)
-    return phi_from_pseudo_inertia(U @ U.T)
+    return np.array(phi_of_pseudo_inertia(U @ U.T))
 
 
 def phi_to_theta(phi, min_eigenvalue=0.0):

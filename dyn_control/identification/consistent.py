@@ -30,28 +30,12 @@ eigenvalues span seven orders (a point mass with a tiny inertia).
 """
 import numpy as np
 
+from ..inertia.parameters import phi_of_pseudo_inertia, pseudo_inertia
 from .base_parameters import IdentificationError
 
 REGULARIZATION = 1.0      # gamma: a divergence of 1 weighs as much as one sample's (weighted) squared residual
 PRIOR_FLOOR = 1e-2        # a singular prior body J0 becomes J0 + PRIOR_FLOOR * (the bodies' mean tr J0 / 4) 1
 JOINT_SCALE = (1e-2, 1.0, 1.0)   # s of armature [kg m^2], viscous [N m s/rad], Coulomb [N m] terms
-
-
-def pseudo_inertia(phi):
-    """The 4x4 pseudo-inertia J of phi = [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz]."""
-    m, h = phi[0], np.asarray(phi[1:4])
-    I = np.array([[phi[4], phi[7], phi[8]], [phi[7], phi[5], phi[9]], [phi[8], phi[9], phi[6]]])
-    J = np.empty((4, 4))
-    J[:3, :3] = 0.5 * np.trace(I) * np.eye(3) - I
-    J[:3, 3] = J[3, :3] = h
-    J[3, 3] = m
-    return J
-
-
-def phi_of_pseudo_inertia(J):
-    """phi of a pseudo-inertia J (inverse of pseudo_inertia); works on cvxpy expressions too."""
-    s00, s11, s22 = J[0, 0], J[1, 1], J[2, 2]
-    return [J[3, 3], J[0, 3], J[1, 3], J[2, 3], s11 + s22, s00 + s22, s00 + s11, -J[0, 1], -J[0, 2], -J[1, 2]]
 
 
 def entropic_divergence(J, J0):

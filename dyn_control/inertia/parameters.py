@@ -225,3 +225,22 @@ def check_physical_consistency(phi, name=None, rtol=1e-9, atol=0.0):
         raise ValueError(f"{where}: principal moments at the centre of mass violate the triangle "
                          f"inequality J1 + J2 >= J3 (principal moments {np.array2string(J, precision=6)})")
     return phi
+
+
+def pseudo_inertia(phi):
+    """The 4x4 pseudo-inertia J = [[Sigma, h], [h^T, m]], Sigma = tr(I)/2 1 - I, of phi = [m, hx, hy, hz,
+    Ixx, Iyy, Izz, Ixy, Ixz, Iyz]: positive definite exactly for a physically consistent body (Wensing,
+    Kim and Slotine 2017)."""
+    m, h = phi[0], np.asarray(phi[1:4])
+    I = np.array([[phi[4], phi[7], phi[8]], [phi[7], phi[5], phi[9]], [phi[8], phi[9], phi[6]]])
+    J = np.empty((4, 4))
+    J[:3, :3] = 0.5 * np.trace(I) * np.eye(3) - I
+    J[:3, 3] = J[3, :3] = h
+    J[3, 3] = m
+    return J
+
+
+def phi_of_pseudo_inertia(J):
+    """phi of a pseudo-inertia J (inverse of pseudo_inertia); works on cvxpy expressions too."""
+    s00, s11, s22 = J[0, 0], J[1, 1], J[2, 2]
+    return [J[3, 3], J[0, 3], J[1, 3], J[2, 3], s11 + s22, s00 + s22, s00 + s11, -J[0, 1], -J[0, 2], -J[1, 2]]
