@@ -34,8 +34,9 @@ from ..control import tick as T
 from ..control.adaptation import InertialAdaptation
 from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.computed_torque import SAFE_MODES
-from ..control.fourier import fourier_reference
 from ..control import trajectory as trajectories
+from ..control.fourier import fourier_reference
+from ..dynamics import gravity
 from ..model import JOINT_PARAMETER_NAMES, PRISMATIC
 from . import follow_joint_trajectory, params, preload, qos, trajectory_input
 from .closed_chain import PARAMETER_PREFIX, node_mapping
@@ -614,6 +615,7 @@ class ControllerNode(LoopNode):
         s[T.S_RESET] = 0.0
         c.command_raw.views["data"][:] = c.tick_kernel.f.command
         c.command_out.publish()
+        c.commanded = True
         c.tick += 1
         # the every-N-ticks messages, each on a tick of its own
         if publish_phase == 0:
@@ -691,6 +693,8 @@ class ControllerNode(LoopNode):
         if c.start_stamp is None:
             c.start_stamp = reader.stamp
             c.centre[:] = reader.q
+            if not c.commanded:
+                self._seed_rate_limit()
             if c.fourier is not None:      # the joints the series does not move hold where they are
                 c.q_d[:], c.v_d[:], c.a_d[:] = reader.q, 0.0, 0.0
             if c.reference_position:
@@ -713,6 +717,15 @@ class ControllerNode(LoopNode):
         c.s[T.S_HAS_EFFORT] = reader.has_effort
         c.previous_stamp = reader.stamp
         c.last_sample_time = now
+
+    def _seed_rate_limit(self):
+        """Before the first command since configure there is none to limit the rate from: the robot
+        holds itself (its brakes, or its own gravity compensation). The limit then starts from the
+        hold torque at the first joint state, g(q) (zero when the robot compensates gravity), so that
+        the first commands do not ramp up from zero while the arm sags."""
+        c = self._configured
+        if c.s[T.S_GRAVITY_BY_ROBOT] == 0.0 and c.mapping is None:
+            c.tick_kernel.f.tau_prev[c.controlled] = gravity(c.model, c.model.create_data(), c.q)[c.controlled]
 
     def _apply_point(self):
         """A new ~/reference point: the reference of the controlled joints from now on."""
@@ -896,6 +909,7 @@ class _Configured:
     safe = False
     new_sample = False
     adaptation = None
+    commanded = False       # a command was published since configure
 
 
 def _closed_chain_default_frame(model, mapping):
