@@ -399,6 +399,8 @@ class ControllerNode(LoopNode):
         self.warmup_progress = "compiling 2/2: the tick"
         c.tick_kernel.warm_up()
         fourier.warm_up()
+        if c.mapping is None:     # _seed_rate_limit's gravity
+            gravity(c.model, c.model.create_data(), c.model.neutral_configuration())
         c.tau[:] = 0.0
         self.compile_time = time.perf_counter() - start
         self.warmup_progress = f"compiled in {self.compile_time:.1f} s"

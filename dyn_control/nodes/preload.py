@@ -46,7 +46,9 @@ def controller_kernels(closed_chain=False):
         mapping = load_mapping("five_bar", model)
         ClosedChainTick(model, mapping, mapping.active_indices, "end_effector", 2).warm_up()
     else:
+        from ..dynamics import gravity
         ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
+        gravity(model, model.create_data(), np.zeros(nv))      # the rate limit's seed (controller.py)
     trajectory_input.warm_up()
     fourier.warm_up()
     rcl_io.preload()
