@@ -81,21 +81,34 @@ def test_the_action_is_offered_where_control_msgs_imports_and_left_out_with_one_
         pytest.skip("control_msgs not installed (make control-msgs builds it)")
     if not installed:
         monkeypatch.setattr(follow_joint_trajectory, "FollowJointTrajectory", None)
+    # A namespace of its own per case: the graph of one case must not show the other's node, whose
+    # departure reaches the graph cache later than this one's arrival.
+    namespace = "/fjt_offered" if installed else "/fjt_left_out"
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
-        node = ControllerNode(context=context,
+        node = ControllerNode(context=context, namespace=namespace,
                               parameter_overrides=[Parameter("urdf_path", value=dc.bundled_urdf("arm7"))])
         node.trigger_configure()
         assert node.state == "inactive"
-        names = [name for name, _ in get_action_server_names_and_types_by_node(node, "dyn_controller", "/")]
-        assert names == (["/dyn_controller/follow_joint_trajectory"] if installed else [])
+        expected = [f"{namespace}/dyn_controller/follow_joint_trajectory"] if installed else []
+
+        def offered():
+            return [name for name, _ in get_action_server_names_and_types_by_node(node, "dyn_controller", namespace)]
+
+        deadline = time.monotonic() + 5.0     # the graph cache is filled by discovery, not at once
+        while offered() != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert offered() == expected
         lines = [line for line in capfd.readouterr().err.splitlines() if "follow_joint_trajectory" in line]
         assert lines == ([] if installed else [lines[0]])
         if not installed:
             assert "control_msgs is not installed: no ~/follow_joint_trajectory action" in lines[0]
         node.trigger_cleanup()
-        assert get_action_server_names_and_types_by_node(node, "dyn_controller", "/") == []
+        deadline = time.monotonic() + 5.0
+        while offered() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert offered() == []
         node.destroy_node()
     finally:
         rclpy.try_shutdown(context=context)
