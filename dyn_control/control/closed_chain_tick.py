@@ -33,8 +33,6 @@ q only warm-start the loop closure, and the tree velocity is rebuilt as v = G dt
 The joint-twist gradient is not available: it needs the loop closure's derivative with respect to
 the joint twists. A tick allocates nothing.
 """
-import math
-
 import numpy as np
 from numba import njit
 
@@ -43,19 +41,23 @@ from ..kernels.closed_chain_packed import (A_BIAS, ACTIVE, BASE_ACCEL, CHAIN_DIM
                                            R_A, RHS, SCREW_AXES, SIGN, THETA, TMP6, V, COMPONENTS,
                                            chain_float_fields, chain_int_fields, close_packed, fill_chain)
 from ..kernels.coriolis import coriolis_matrix
+from ..kernels.crba import crba
+from ..kernels.inputs import all_finite
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
 from ..kernels.loop_closure import CLOSED, completion_jacobian_rate
 from ..kernels.packed import Packed, field1, field2, field3, field_indices
 from ..kernels.reduced_dynamics import project, reduced_inverse_dynamics, reduced_regressor
 from ..kernels.rnea import rnea
-from ..kernels.crba import crba
 from ..model import PARAMETER_NAMES
-from .safety import rate_limit
-from .tick import (NS, S_BRAKE, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ERROR_COUNT, S_ERROR_SQ, S_ESTIMATE,
-                   S_ESTIMATOR_RESETS, S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT,
-                   S_NON_FINITE, S_OMEGA, S_POINT, S_RATE_LIMITED, S_RESET, S_SAFE, S_SAFE_ZERO, S_T,
-                   S_WANT_GRADIENT, S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK, TickBuffers, cholesky_solve,
-                   observer_step, tracked_reference)
+from .computed_torque import braking_acceleration, tracking_acceleration
+from .flags import (NS, S_BRAKE, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ESTIMATE, S_ESTIMATOR_RESETS,
+                    S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT, S_OMEGA, S_POINT, S_RESET,
+                    S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT, S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK)
+from .momentum_observer import damped_least_squares, observer_step
+from .parameter_gradient import filter_acceleration, window_gradient, window_sums_add
+from .reference import controlled_mask, follow_measured, sine_reference
+from .safety import accumulate_tracking_error, finish_command, hold_torque, tracked_reference
+from .tick import TickBuffers
 
 S_CLOSURE_FAILURES = NS          # ticks whose loop closure failed (zero torque commanded)
 NS_CHAIN = NS + 1
@@ -81,6 +83,7 @@ def float_fields(nb, na, nc, window, ncontrolled):
         ("F", (nb, 6)), ("V_body", (nb, 6)), ("Vdot_body", (nb, 6)), ("f_ext_zero", (nb, 6)), ("g", (nv,)),
         ("zero", (nv,)), ("tau_tree", (nv,)), ("a_tree", (nv,)), ("Y", (nv, npar)), ("Y_a", (na, npar)),
         ("J", (6, nv)), ("J_a", (3, na)), ("A3", (3, 3)), ("scratch", (4, nv)), ("reduced", (4, na)),
+        ("hold", (nv,)), ("tau_ext_a", (na,)),
         # safety (tick.py, safety.py)
         ("q_r", (nv,)), ("v_r", (nv,)), ("a_r", (nv,)), ("offset_q", (nv,)), ("offset_v", (nv,)),
         ("tau_prev", (nv,)), ("max_step", (nv,)),
@@ -90,6 +93,7 @@ def float_fields(nb, na, nc, window, ncontrolled):
 def int_fields(nb, na, nc, ncontrolled):
     return chain_int_fields(nb, na, nc) + [
         ("controlled", (ncontrolled,)),
+        ("columns", (na, 2)),    # the reduced regressor's rows may be non-zero in every column
         ("tick_dims", (3,))]     # window, estimator frame's body, number of controlled joints
 
 
@@ -98,10 +102,10 @@ _I = field_indices(int_fields(1, 1, 1, 1))
 (S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
  V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P_PREV, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
  ACCELERATION, Y_RING, TAU_RING, SUM_YY, SUM_YT, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_,
- V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED, Q_R, V_R,
- A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
+ V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED, HOLD,
+ TAU_EXT_A, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
-CONTROLLED, TICK_DIMS = _I["controlled"], _I["tick_dims"]
+CONTROLLED, COLUMNS, TICK_DIMS = _I["controlled"], _I["columns"], _I["tick_dims"]
 
 
 class ClosedChainTick(TickBuffers):
@@ -126,6 +130,7 @@ class ClosedChainTick(TickBuffers):
         f, i = self.f, self.i
         fill_chain(f, i, model, loop)
         i.controlled[:] = controlled
+        i.columns[:, 1] = 10 * nb
         f_id = model.frame_id(frame)
         i.tick_dims[:] = self.window, model.frame_body[f_id], controlled.size
         f.frame_R[:] = model.frame_R[f_id]
@@ -179,29 +184,17 @@ def closed_chain_tick(f, fo, ints, io):
     a_d = field1(f, fo, A_D, nv)
     tau = field1(f, fo, TAU, nv)
     tau_ext = field1(f, fo, TAU_EXT, nv)
+    hold = field1(f, fo, HOLD, nv)
     Gm = field2(f, fo, G, nv, na)
     reduced = field2(f, fo, REDUCED, 4, na)
     tau_a = reduced[0]
 
     # 1. the reference (tick.py)
     if s[S_POINT] == 0.0:
-        centre = field1(f, fo, CENTRE, nv)
-        amplitude = field1(f, fo, AMPLITUDE, nv)
-        omega = s[S_OMEGA]
-        sine, cosine = math.sin(omega * s[S_T]), math.cos(omega * s[S_T])
-        for k in range(nv):
-            q_d[k] = centre[k] + amplitude[k] * sine
-            v_d[k] = amplitude[k] * omega * cosine
-            a_d[k] = -amplitude[k] * omega * omega * sine
+        sine_reference(s[S_T], s[S_OMEGA], field1(f, fo, CENTRE, nv), field1(f, fo, AMPLITUDE, nv), q_d, v_d, a_d)
     mask = field2(f, fo, SCRATCH, 4, nv)[0]      # 1 on controlled joints
-    mask[:] = 0.0
-    for j in range(nc):
-        mask[controlled[j]] = 1.0
-    for k in range(nv):
-        if mask[k] == 0.0:
-            q_d[k] = q[k]
-            v_d[k] = v[k]
-            a_d[k] = 0.0
+    controlled_mask(controlled, mask)
+    follow_measured(mask, q, v, q_d, v_d, a_d)
     tracking = s[S_SAFE] == 0.0 and s[S_BRAKE] == 0.0
     q_r = field1(f, fo, Q_R, nv)
     v_r = field1(f, fo, V_R, nv)
@@ -224,6 +217,15 @@ def closed_chain_tick(f, fo, ints, io):
     g = field1(f, fo, G_TREE, nv)
     if closed:
         closed = _gravity(f, fo, ints, io, nb, g)
+    # the torque without fresh joint states: G^T g(q), or zero, in tree order (zero on the passive joints)
+    hold[:] = 0.0
+    if closed:
+        tau_tree = field1(f, fo, TAU_TREE, nv)
+        hold_torque(s[S_SAFE_ZERO] != 0.0, g, tau_tree)
+        hold_a = reduced[1]
+        project(Gm, tau_tree, hold_a)
+        for k in range(na):
+            hold[active[k]] = hold_a[k]
 
     # 3. estimators, once per new sample
     if closed and s[S_ESTIMATE] != 0.0 and (s[S_NEW_SAMPLE] != 0.0 or s[S_RESET] != 0.0):
@@ -240,19 +242,17 @@ def closed_chain_tick(f, fo, ints, io):
     if not closed:
         tau_a[:] = 0.0
     elif s[S_SAFE] != 0.0:
-        _hold_torque(f, fo, s, nv, g, Gm, tau_a)
+        for k in range(na):
+            tau_a[k] = hold[active[k]]
     else:
         a_tree = field1(f, fo, A_TREE, nv)
+        if tracking:
+            tracking_acceleration(q_r, v_r, a_r, q, v, field1(f, fo, KP, nv), field1(f, fo, KD, nv), a_tree)
+        else:
+            braking_acceleration(v, field1(f, fo, BRAKE_GAIN, nv), mask, a_tree)
         a_cmd = reduced[1]
-        kp = field1(f, fo, KP, nv)
-        kd = field1(f, fo, KD, nv)
-        brake_gain = field1(f, fo, BRAKE_GAIN, nv)
         for k in range(na):
-            j = active[k]
-            if tracking:
-                a_cmd[k] = a_r[j] + kd[j] * (v_r[j] - v[j]) + kp[j] * (q_r[j] - q[j])
-            else:
-                a_cmd[k] = -brake_gain[j] * v[j]
+            a_cmd[k] = a_tree[active[k]]
         a_bias = field1(f, fo, A_BIAS, nv)
         for k in range(nv):
             total = a_bias[k]
@@ -265,49 +265,19 @@ def closed_chain_tick(f, fo, ints, io):
             for k in range(na):
                 tau_a[k] -= tau_ext[active[k]]
         if tracking and s[S_NEW_SAMPLE] != 0.0:
-            error = 0.0
-            for j in range(nc):
-                e = q_r[controlled[j]] - q[controlled[j]]
-                error += e * e
-            s[S_ERROR_SQ] += error / nc
-            s[S_ERROR_COUNT] += 1.0
-    if not _all_finite(tau_a):
-        s[S_NON_FINITE] += 1.0
-        _hold_torque(f, fo, s, nv, g, Gm, tau_a)
-        if not _all_finite(tau_a):
-            tau_a[:] = 0.0
+            accumulate_tracking_error(s, q_r, q, controlled)
     tau[:] = 0.0
-    limit = field1(f, fo, EFFORT_LIMIT, nv)
     for k in range(na):
-        j = active[k]
-        tau[j] = max(-limit[j], min(limit[j], tau_a[k]))
-    if rate_limit(tau, field1(f, fo, TAU_PREV, nv), field1(f, fo, MAX_STEP, nv), controlled):
-        s[S_RATE_LIMITED] += 1.0
-    command = field1(f, fo, COMMAND, nc)
-    for j in range(nc):
-        command[j] = tau[controlled[j]]
+        tau[active[k]] = tau_a[k]
+    finish_command(s, tau, hold, mask, field1(f, fo, EFFORT_LIMIT, nv), field1(f, fo, TAU_PREV, nv),
+                   field1(f, fo, MAX_STEP, nv), controlled, field1(f, fo, COMMAND, nc))
 
     # 5. requested outputs
     if s[S_WANT_WRENCH] != 0.0:
         s[S_WRENCH_OK] = 1.0 if closed and _force(f, fo, ints, io, s[S_WRENCH_DAMPING]) else 0.0
     if s[S_WANT_GRADIENT] != 0.0:
-        sum_YY = field2(f, fo, SUM_YY, npar, npar)
-        sum_Yt = field1(f, fo, SUM_YT, npar)
-        gradient = field1(f, fo, GRADIENT, npar)
-        flat_phi = field1(f, fo, PHI, npar)
-        for a in range(npar):
-            total = -sum_Yt[a]
-            for b in range(npar):
-                total += sum_YY[a, b] * flat_phi[b]
-            gradient[a] = total
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _all_finite(x):
-    for k in range(x.shape[0]):
-        if not np.isfinite(x[k]):
-            return False
-    return True
+        window_gradient(field2(f, fo, SUM_YY, npar, npar), field1(f, fo, SUM_YT, npar), field1(f, fo, PHI, npar),
+                        field1(f, fo, GRADIENT, npar))
 
 
 @njit(cache=True, nogil=True)
@@ -332,17 +302,6 @@ def _reduced_torque(f, fo, ints, io, nb, v, a_tree, tau_a):
         field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field2(f, fo, V_BODY, nb, 6),
         field2(f, fo, VDOT_BODY, nb, 6), field2(f, fo, F_, nb, 6), field2(f, fo, TMP6, 12, 6),
         field1(f, fo, TAU_TREE, nb), tau_a)
-
-
-@njit(cache=True, nogil=True)
-def _hold_torque(f, fo, s, nv, g, Gm, out):
-    """The torque without a fresh joint state: G^T g(q) at the last one, or zero (tick.py)."""
-    if s[S_SAFE_ZERO] != 0.0:
-        out[:] = 0.0
-        return
-    tau_tree = field1(f, fo, TAU_TREE, nv)
-    tau_tree[:] = g
-    project(Gm, tau_tree, out)
 
 
 @njit(cache=True, nogil=True)
@@ -459,18 +418,13 @@ def _estimators_step(f, fo, ints, io, dt):
                   field1(f, fo, DRIFT_PREV, na), r_a)
     for i in range(na):
         r[active[i]] = r_a[i]
-    if not _all_finite(r):
+    if not all_finite(r):
         return False
 
-    # acceleration of theta_a: a += alpha ((dtheta - dtheta_prev) / dt - a)
-    dtheta = field1(f, fo, DTHETA, na)
+    # acceleration of theta_a (parameter_gradient.py)
     a = field1(f, fo, ACCELERATION, na)
-    prev = field1(f, fo, DTHETA_PREV, na)
-    alpha = dt / (dt + 1.0 / (2.0 * math.pi * s[S_CUTOFF_HZ]))
-    for k in range(na):
-        a[k] += alpha * ((dtheta[k] - prev[k]) / dt - a[k])
-        prev[k] = dtheta[k]
-    if not _all_finite(a):
+    filter_acceleration(dt, s[S_CUTOFF_HZ], field1(f, fo, DTHETA, na), field1(f, fo, DTHETA_PREV, na), a)
+    if not all_finite(a):
         return False
     if s[S_GRADIENTS] == 0.0:
         return True
@@ -485,13 +439,14 @@ def _estimators_step(f, fo, ints, io, dt):
         a_tree[k] = total
     slot = int(s[S_NEXT])
     full = int(s[S_COUNT]) == window
+    columns = field2(ints, io, COLUMNS, na, 2)
     Y_ring = field3(f, fo, Y_RING, window, na, npar)
     tau_ring = field2(f, fo, TAU_RING, window, na)
     sum_YY = field2(f, fo, SUM_YY, npar, npar)
     sum_Yt = field1(f, fo, SUM_YT, npar)
     Y_a = Y_ring[slot]
     if full:
-        _window_sums_add(Y_a, tau_ring[slot], -1.0, sum_YY, sum_Yt)
+        window_sums_add(Y_a, tau_ring[slot], columns, -1.0, sum_YY, sum_Yt)
     if not reduced_regressor(parents, field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
                              field2(f, fo, HOME_P, nb, 3), q, v, a_tree, field1(f, fo, BASE_ACCEL, 6), Gm,
                              field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
@@ -499,25 +454,10 @@ def _estimators_step(f, fo, ints, io, dt):
                              field2(f, fo, VDOT_BODY, nb, 6), tmp6, field2(f, fo, Y_, nv, npar), Y_a):
         return False
     tau_ring[slot] = tau_applied
-    _window_sums_add(Y_a, tau_applied, 1.0, sum_YY, sum_Yt)
+    window_sums_add(Y_a, tau_applied, columns, 1.0, sum_YY, sum_Yt)
     s[S_NEXT] = (slot + 1) % window
     s[S_COUNT] = min(s[S_COUNT] + 1.0, window)
     return True
-
-
-@njit(cache=True, nogil=True)
-def _window_sums_add(Y_a, tau_a, sign, sum_YY, sum_Yt):
-    """sum_YY += sign Y_a^T Y_a, sum_Yt += sign Y_a^T tau_a."""
-    for k in range(Y_a.shape[0]):
-        yk = Y_a[k]
-        for a in range(yk.shape[0]):
-            ya = sign * yk[a]
-            if ya == 0.0:
-                continue
-            sum_Yt[a] += ya * tau_a[k]
-            row = sum_YY[a]
-            for b in range(yk.shape[0]):
-                row[b] += ya * yk[b]
 
 
 @njit(cache=True, nogil=True)
@@ -544,21 +484,10 @@ def _force(f, fo, ints, io, damping):
             for k in range(nv):
                 total += J[3 + r, k] * Gm[k, i]
             J_a[r, i] = total
-    A = field2(f, fo, A3, 3, 3)
-    w = field1(f, fo, WRENCH, 6)
     tau_ext = field1(f, fo, TAU_EXT, nv)
-    for a in range(3):
-        total = 0.0
-        for i in range(na):
-            total += J_a[a, i] * tau_ext[active[i]]
-        w[3 + a] = total
-        w[a] = 0.0
-        for b in range(3):
-            total = 0.0
-            for i in range(na):
-                total += J_a[a, i] * J_a[b, i]
-            A[a, b] = total
-        A[a, a] += damping * damping
-    if not cholesky_solve(A, w[3:]):
-        return False
-    return _all_finite(w)
+    tau_ext_a = field1(f, fo, TAU_EXT_A, na)
+    for i in range(na):
+        tau_ext_a[i] = tau_ext[active[i]]
+    w = field1(f, fo, WRENCH, 6)
+    w[:3] = 0.0
+    return damped_least_squares(J_a, tau_ext_a, damping, field2(f, fo, A3, 3, 3), w[3:])

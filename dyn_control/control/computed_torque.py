@@ -5,8 +5,11 @@
 With an exact model the closed loop is the linear error dynamics e'' + kd e' + kp e = 0 on every
 joint (e = q_d - q): kp = w^2, kd = 2 zeta w set the bandwidth w and damping ratio zeta.
 The whole law is one inverse-dynamics call, rnea(q, v, a_cmd) = M a_cmd + C v + g.
+ComputedTorque is the law from Python; the compiled ticks compose tracking_acceleration and
+braking_acceleration with the same inverse dynamics (tick.py, closed_chain_tick.py).
 """
 import numpy as np
+from numba import njit
 
 from ..dynamics import as_vector, non_finite_error, rnea
 from .checks import as_gain, copy_out, require_finite
@@ -84,6 +87,21 @@ class ComputedTorque:
         np.multiply(damping, v, out=self._error)
         out -= self._error
         return out
+
+
+@njit(cache=True, nogil=True)
+def tracking_acceleration(q_r, v_r, a_r, q, v, kp, kd, out):
+    """a_cmd = a_r + kd (v_r - v) + kp (q_r - q), the acceleration the computed torque commands."""
+    for k in range(out.shape[0]):
+        out[k] = a_r[k] + kd[k] * (v_r[k] - v[k]) + kp[k] * (q_r[k] - q[k])
+
+
+@njit(cache=True, nogil=True)
+def braking_acceleration(v, brake_gain, mask, out):
+    """a_cmd = -brake_gain v on the joints of mask 1 (zero elsewhere): each joint brakes at the rate
+    brake_gain [1/s] whatever its inertia."""
+    for k in range(out.shape[0]):
+        out[k] = -brake_gain[k] * v[k] * mask[k]
 
 
 def clamp_effort(tau, limits, out=None):

@@ -23,9 +23,13 @@ relaxes r toward it as the continuous observer does over dt:
 exact for an external torque constant over the step, stable for any K_O dt, and to first order in
 K_O dt the integral form above.
 """
+import math
+
 import numpy as np
+from numba import njit
 
 from ..dynamics import as_vector, check_model_data, coriolis_matrix, crba, jacobian, rnea
+from ..kernels.cholesky import cholesky_solve
 from .checks import as_gain, as_scalar, copy_out, require_finite
 
 
@@ -121,3 +125,40 @@ def wrench_from_joint_torque(model, data, q, tau_ext, frame, damping=1e-3):
     A[np.diag_indices(6)] += damping * damping
     return np.linalg.solve(A, J @ tau_ext)
 
+
+
+@njit(cache=True, nogil=True)
+def observer_step(dt, momentum, drift, tau_applied, gain, p_prev, drift_prev, r):
+    """One step of the compiled ticks' observer (module docstring): the mean external torque over the
+    step from the momentum balance, the applied torque held, the drift by the trapezoidal rule (so
+    a step of tens of ms after missed samples stays accurate), and r's exact relaxation toward it
+    (stable for any K_O dt). Then the momentum and drift become the previous ones."""
+    for i in range(r.shape[0]):
+        tau_mean = (momentum[i] - p_prev[i]) / dt - tau_applied[i] - 0.5 * (drift_prev[i] + drift[i])
+        r[i] += (1.0 - math.exp(-gain[i] * dt)) * (tau_mean - r[i])
+        p_prev[i] = momentum[i]
+        drift_prev[i] = drift[i]
+
+
+@njit(cache=True, nogil=True)
+def damped_least_squares(J, r, damping, A, w):
+    """w = (J J^T + damping^2 I)^-1 J r (wrench_from_joint_torque's, compiled), J (m, n), A (m, m)
+    workspace. False when J J^T + damping^2 I is not positive definite or w is not finite."""
+    m, n = J.shape
+    for a in range(m):
+        total = 0.0
+        for k in range(n):
+            total += J[a, k] * r[k]
+        w[a] = total
+        for b in range(m):
+            total = 0.0
+            for k in range(n):
+                total += J[a, k] * J[b, k]
+            A[a, b] = total
+        A[a, a] += damping * damping
+    if not cholesky_solve(A, w):
+        return False
+    for a in range(m):
+        if not np.isfinite(w[a]):
+            return False
+    return True

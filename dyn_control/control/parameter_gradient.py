@@ -8,11 +8,19 @@ order dyn_control.PARAMETER_NAMES), so over the last N samples the torque-predic
 has the gradient dL/dphi = -sum_k Y_k^T (tau_k - Y_k phi). The regressors Y_k are kept in a ring
 buffer, so gradient() and loss() at any phi cost one matrix product over the window.
 The accelerations a_k are not measured: AccelerationFilter estimates them from the velocities.
+
+The compiled ticks keep the window as running sums instead (the functions at the end):
+    sum_YY = sum_k Y_k^T Y_k,  sum_Yt = sum_k Y_k^T tau_k,   dL/dphi = sum_YY phi - sum_Yt,
+updated by one sample in and the oldest out per tick, and the joint terms' 3 x 3 sums per joint.
 """
+import math
+
 import numpy as np
+from numba import njit
 
 from ..derivatives import regressor
 from ..dynamics import as_vector
+from ..kernels.joint_terms import smooth_sign
 from ..model import PARAMETER_NAMES
 from .checks import as_scalar, copy_out, require_finite
 
@@ -120,3 +128,76 @@ class AccelerationFilter:
         self._v_prev[:] = v
         self._started = True
         return copy_out(self.a, out)
+
+
+@njit(cache=True, nogil=True)
+def filter_acceleration(dt, cutoff_hz, v, v_prev, a):
+    """AccelerationFilter's step, compiled: a += alpha ((v - v_prev) / dt - a), alpha = dt / (dt +
+    1 / (2 pi f_c)); v becomes v_prev."""
+    alpha = dt / (dt + 1.0 / (2.0 * math.pi * cutoff_hz))
+    for k in range(a.shape[0]):
+        a[k] += alpha * ((v[k] - v_prev[k]) / dt - a[k])
+        v_prev[k] = v[k]
+
+
+@njit(cache=True, nogil=True)
+def window_sums_add(Y, tau, columns, sign, sum_YY, sum_Yt):
+    """sum_YY += sign Y^T Y (its upper triangle only), sum_Yt += sign Y^T tau. Row k of Y is zero
+    outside the columns [columns[k, 0], columns[k, 1]) (a tree's joint k carries only the bodies
+    of its subtree)."""
+    for k in range(Y.shape[0]):
+        first, last = columns[k, 0], columns[k, 1]
+        yk = Y[k]
+        t = sign * tau[k]
+        for a in range(first, last):
+            ya = sign * yk[a]
+            sum_Yt[a] += yk[a] * t
+            row = sum_YY[a]
+            for b in range(a, last):
+                row[b] += ya * yk[b]
+
+
+@njit(cache=True, nogil=True)
+def window_gradient(sum_YY, sum_Yt, phi, gradient):
+    """dL/dphi = sum_YY phi - sum_Yt, sum_YY kept in its upper triangle."""
+    n = phi.shape[0]
+    for a in range(n):
+        total = -sum_Yt[a]
+        for b in range(n):
+            total += (sum_YY[a, b] if a <= b else sum_YY[b, a]) * phi[b]
+        gradient[a] = total
+
+
+@njit(cache=True, nogil=True)
+def joint_window_add(Y, flat_phi, columns, v, a, tau_applied, slot, full, sum_yy, sum_yr):
+    """The joint terms' window: the sample leaving `slot` (when the window is full) out of the sums,
+    this one in: per joint i, y_i = [a_i, v_i, sgn_s(v_i)] (the joint regressor's row) and r_i =
+    tau_applied_i - (Y phi)_i, the torque the rigid bodies do not explain; sum_yy_i += y_i y_i^T,
+    sum_yr_i += y_i r_i, so that with L = 1/2 sum_k |tau_k - Y_k phi - y_k theta|^2,
+    dL/dtheta_i = sum_yy_i theta_i - sum_yr_i (joint_window_gradient)."""
+    for i in range(v.shape[0]):
+        if full:
+            for m in range(3):
+                sum_yr[i, m] -= slot[i, m] * slot[i, 3]
+                for n in range(3):
+                    sum_yy[i, m, n] -= slot[i, m] * slot[i, n]
+        rigid = 0.0
+        for c in range(columns[i, 0], columns[i, 1]):
+            rigid += Y[i, c] * flat_phi[c]
+        slot[i, 0], slot[i, 1], slot[i, 2] = a[i], v[i], smooth_sign(v[i])
+        slot[i, 3] = tau_applied[i] - rigid
+        for m in range(3):
+            sum_yr[i, m] += slot[i, m] * slot[i, 3]
+            for n in range(3):
+                sum_yy[i, m, n] += slot[i, m] * slot[i, n]
+
+
+@njit(cache=True, nogil=True)
+def joint_window_gradient(sum_yy, sum_yr, joint_terms, gradient):
+    """dL/dtheta_i = sum_yy_i theta_i - sum_yr_i per joint, flat [armature, viscous, coulomb] per joint."""
+    for i in range(sum_yr.shape[0]):
+        for m in range(3):
+            total = -sum_yr[i, m]
+            for n in range(3):
+                total += sum_yy[i, m, n] * joint_terms[i, n]
+            gradient[3 * i + m] = total

@@ -1,5 +1,6 @@
 """The safety pieces every controller tick shares (tick.py, closed_chain_tick.py): the re-engagement
-blend of the reference, the torque-rate limit, and the largest tracking error.
+blend of the reference, the torque without fresh joint states, and the checks every command passes
+(finite, within the effort limits, rate-limited).
 
 Re-engagement. After activation, after safe mode, after a gap in the joint states and after a
 tracking error above the limit, the reference is re-anchored at the measured state: with t0 the
@@ -16,7 +17,13 @@ Torque-rate limit. Every command differs from the previous one by at most `max_s
 (the rate limit times the loop's period), whatever the mode and its switches (as Franka's robots
 require: they refuse torque discontinuities).
 """
+import numpy as np
 from numba import njit
+
+from ..kernels.inputs import all_finite
+from .flags import (S_ANCHOR, S_ANCHORS, S_BLEND_SPAN, S_BLEND_SPEED, S_BLEND_START, S_BLEND_TIME, S_BLENDING,
+                    S_ERROR_ANCHORS, S_ERROR_COUNT, S_ERROR_LIMIT, S_ERROR_SQ, S_NEW_SAMPLE, S_NON_FINITE,
+                    S_RATE_LIMITED, S_T)
 
 
 @njit(cache=True, nogil=True)
@@ -88,3 +95,74 @@ def rate_limit(tau, tau_prev, max_step, controlled):
             limited = True
         tau_prev[k] = tau[k]
     return limited
+
+
+@njit(cache=True, nogil=True)
+def tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, offset_q, offset_v, q_r, v_r, a_r):
+    """q_r, v_r, a_r: the reference blended from the last anchor (module docstring). While tracking, a
+    new sample with an error above s[S_ERROR_LIMIT] re-anchors; so does s[S_ANCHOR] (the caller's:
+    activation, the end of safe mode or of a gap). The blend lasts s[S_BLEND_TIME], longer where the
+    position offset would otherwise move faster than s[S_BLEND_SPEED] (its peak speed is 15/8 of
+    the mean)."""
+    t = s[S_T]
+    if tracking and s[S_ANCHOR] == 0.0 and s[S_NEW_SAMPLE] != 0.0:
+        elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
+        blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r)
+        if largest_error(q_r, q, controlled) > s[S_ERROR_LIMIT]:
+            s[S_ANCHOR] = 1.0
+            s[S_ERROR_ANCHORS] += 1.0
+    if s[S_ANCHOR] != 0.0:
+        anchor(q, v, q_d, v_d, mask, offset_q, offset_v)
+        s[S_BLEND_SPAN] = blend_duration(offset_q, controlled, s[S_BLEND_TIME], s[S_BLEND_SPEED])
+        s[S_BLEND_START] = t
+        s[S_BLENDING] = 1.0
+        s[S_ANCHORS] += 1.0
+        s[S_ANCHOR] = 0.0
+    elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
+    s[S_BLENDING] = 1.0 if blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d,
+                                           q_r, v_r, a_r) else 0.0
+
+
+@njit(cache=True, nogil=True)
+def accumulate_tracking_error(s, q_r, q, controlled):
+    """The tracking error's running mean square over the controlled joints (s[S_ERROR_SQ] /
+    s[S_ERROR_COUNT]), one term per new sample."""
+    error = 0.0
+    for j in range(controlled.shape[0]):
+        e = q_r[controlled[j]] - q[controlled[j]]
+        error += e * e
+    s[S_ERROR_SQ] += error / controlled.shape[0]
+    s[S_ERROR_COUNT] += 1.0
+
+
+@njit(cache=True, nogil=True)
+def hold_torque(zero, gravity, out):
+    """The torque without a fresh joint state: the gravity torque at the last one, or zero. No
+    velocity term: a stale velocity cannot be damped, it is an open-loop torque."""
+    if zero:
+        out[:] = 0.0
+    else:
+        out[:] = gravity
+
+
+@njit(cache=True, nogil=True)
+def finish_command(s, tau, hold, mask, limit, tau_prev, max_step, controlled, command):
+    """What every command passes, in order: a non-finite torque is replaced by `hold`, then by zero
+    (counted in s[S_NON_FINITE]); zero on the joints not controlled (mask 0), clamped to +-limit on
+    the others; rate-limited (counted in s[S_RATE_LIMITED]); command[j] = tau[controlled[j]]."""
+    if not all_finite(tau):
+        s[S_NON_FINITE] += 1.0
+        tau[:] = hold
+        if not all_finite(tau):
+            tau[:] = 0.0
+    for k in range(tau.shape[0]):
+        if mask[k] == 0.0:
+            tau[k] = 0.0
+        elif tau[k] > limit[k]:
+            tau[k] = limit[k]
+        elif tau[k] < -limit[k]:
+            tau[k] = -limit[k]
+    if rate_limit(tau, tau_prev, max_step, controlled):
+        s[S_RATE_LIMITED] += 1.0
+    for j in range(controlled.shape[0]):
+        command[j] = tau[controlled[j]]

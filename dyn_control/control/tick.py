@@ -1,7 +1,10 @@
 """The controller's tick in one compiled call: reference, estimators, computed torque, safety.
 
 `ControllerTick` owns every array the tick touches, packed into two flat buffers (kernels/packed.py),
-and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on them. Per tick:
+and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on them. The kernel composes
+the pieces of the control laws and estimators, each in its own module (shared with the closed
+chain's tick, closed_chain_tick.py): reference.py, safety.py, computed_torque.py,
+momentum_observer.py, parameter_gradient.py. Per tick:
 
 1. the reference (q_d, v_d, a_d): a sine about `centre` (amplitude zero: hold), or a point the
    caller wrote (trajectories); joints not controlled follow their measured state. The tracked
@@ -42,33 +45,27 @@ and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on the
 
 Flags and scalars are the entries of `s` (indices S_*). A tick allocates nothing.
 """
-import math
-
 import numpy as np
 from numba import njit
 
 from ..kernels.coriolis import coriolis_matrix
 from ..kernels.crba import crba
-from ..kernels.joint_terms import (ARMATURE, add_armature_torque, add_friction_torque, add_joint_torque, friction,
-                                   smooth_sign)
+from ..kernels.inputs import all_finite
+from ..kernels.joint_terms import ARMATURE, add_armature_torque, add_friction_torque, add_joint_torque, friction
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
 from ..kernels.packed import Packed, copy_model, field1, field2, field3, field4, field_indices
 from ..kernels.regressor import regressor
 from ..kernels.rnea import rnea
 from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
-from .safety import anchor, blend_duration, blend_reference, largest_error, rate_limit
+from .computed_torque import braking_acceleration, tracking_acceleration
+from .flags import *  # noqa: F403  (the flags S_*, NS: tick.S_* for the tick's callers)
+from .momentum_observer import damped_least_squares, observer_step
+from .parameter_gradient import (filter_acceleration, joint_window_add, joint_window_gradient, window_gradient,
+                                 window_sums_add)
+from .reference import controlled_mask, follow_measured, sine_reference
+from .safety import accumulate_tracking_error, finish_command, hold_torque, tracked_reference
 from .trajectory import Trajectory
-
-# entries of the scalar field `s`: inputs (set by the caller) ...
-(S_T, S_OMEGA, S_DT, S_POINT, S_NEW_SAMPLE, S_RESET, S_HAS_EFFORT, S_SAFE, S_SAFE_ZERO,
- S_COMPENSATION, S_GRAVITY_BY_ROBOT, S_ESTIMATE, S_GRADIENTS, S_TWIST, S_WANT_WRENCH,
- S_WANT_GRADIENT, S_WANT_TWIST, S_WRENCH_DAMPING, S_CUTOFF_HZ, S_BRAKE, S_ANCHOR, S_BLEND_TIME,
- S_BLEND_SPEED, S_ERROR_LIMIT,
- # ... and state and outputs (kept by the kernel)
- S_NON_FINITE, S_ERROR_SQ, S_ERROR_COUNT, S_ESTIMATOR_RESETS, S_COUNT, S_NEXT, S_WRENCH_OK,
- S_FILTER_STARTED, S_BLEND_START, S_BLEND_SPAN, S_BLENDING, S_ANCHORS, S_ERROR_ANCHORS, S_RATE_LIMITED,
- NS) = range(39)
 
 TWIST_COMPONENTS = ("wx", "wy", "wz", "vx", "vy", "vz")
 
@@ -97,7 +94,7 @@ def float_fields(nb, nv, window, ncontrolled):
         ("tmp66", (2, 6, 6)), ("C", (nv, nv)), ("M", (nv, nv)), ("phi_composite", (nb, 10)),
         ("Y", (nv, npar)), ("ophi_c", (nb, 10)), ("vectors", (9, nb, 6)), ("eta_columns", (2, nb, 6, 6)),
         ("eta_pose", (4, 3)), ("dtau_deta", (nv, 6 * nb)), ("J", (6, nv)), ("A", (6, 6)),
-        ("g", (nv,)), ("zero", (nv,)), ("f_ext_zero", (nb, 6)), ("scratch", (4, nv)),
+        ("g", (nv,)), ("hold", (nv,)), ("zero", (nv,)), ("f_ext_zero", (nb, 6)), ("scratch", (4, nv)),
         # safety (safety.py): the tracked reference (q_d blended from the anchor), the anchor's
         # offsets, the previous command and the largest change of a command per tick
         ("q_r", (nv,)), ("v_r", (nv,)), ("a_r", (nv,)), ("offset_q", (nv,)), ("offset_v", (nv,)),
@@ -110,7 +107,8 @@ def float_fields(nb, nv, window, ncontrolled):
 
 
 def int_fields(nb, ncontrolled):
-    return [("parents", (nb,)), ("subtree_end", (nb,)), ("path", (nb,)), ("controlled", (ncontrolled,)),
+    # columns: per joint, the range of the regressor's columns that can be non-zero (its subtree's bodies)
+    return [("parents", (nb,)), ("columns", (nb, 2)), ("path", (nb,)), ("controlled", (ncontrolled,)),
             ("dims", (4,))]     # nb, window, frame body, number of controlled joints
 
 
@@ -121,9 +119,9 @@ _I = field_indices(int_fields(1, 1))
  GRADIENT, TWIST_GRADIENT, S, P_PREV, DRIFT_PREV, TAU_EXT, V_PREV, ACCELERATION, Y_RING,
  SAMPLES, SUM_YY, SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP,
  OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
- ETA_POSE, DTAU_DETA, J_, A_, G_, ZERO, F_EXT_ZERO, SCRATCH, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV,
+ ETA_POSE, DTAU_DETA, J_, A_, G_, HOLD, ZERO, F_EXT_ZERO, SCRATCH, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV,
  MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT) = range(len(_F))
-PARENTS, SUBTREE_END, PATH, CONTROLLED, DIMS = range(len(_I))
+PARENTS, COLUMNS, PATH, CONTROLLED, DIMS = range(len(_I))
 
 
 class TickBuffers:
@@ -222,7 +220,8 @@ class ControllerTick(TickBuffers):
         self.kernel = controller_tick
         f, i = self.f, self.i
         i.parents[:] = model.parents
-        i.subtree_end[:] = subtree_ends(model.parents)
+        i.columns[:, 0] = 10 * np.arange(nb)
+        i.columns[:, 1] = 10 * (subtree_ends(model.parents) + 1)
         i.controlled[:] = controlled
         f_id = model.frame_id(frame)
         i.dims[:] = nb, self.window, model.frame_body[f_id], controlled.size
@@ -280,6 +279,7 @@ def controller_tick(f, fo, ints, io):
     tau = field1(f, fo, TAU, nv)
     tau_ext = field1(f, fo, TAU_EXT, nv)
     g = field1(f, fo, G_, nv)
+    hold = field1(f, fo, HOLD, nv)
     zero = field1(f, fo, ZERO, nv)
     f_ext_zero = field2(f, fo, F_EXT_ZERO, nb, 6)
     R = field3(f, fo, R_, nb, 3, 3)
@@ -290,26 +290,13 @@ def controller_tick(f, fo, ints, io):
     tmp6 = field2(f, fo, TMP6, 12, 6)
     robot_gravity = s[S_GRAVITY_BY_ROBOT] != 0.0
 
-    # 1. the reference q_d (a sine about centre, or the caller's point) and the tracked reference
-    #    q_r: q_d blended from the last anchor (safety.py)
+    # 1. the reference q_d (reference.py) and the tracked reference q_r: q_d blended from the last
+    #    anchor (safety.py)
     if s[S_POINT] == 0.0:
-        centre = field1(f, fo, CENTRE, nv)
-        amplitude = field1(f, fo, AMPLITUDE, nv)
-        omega = s[S_OMEGA]
-        sine, cosine = math.sin(omega * s[S_T]), math.cos(omega * s[S_T])
-        for k in range(nv):
-            q_d[k] = centre[k] + amplitude[k] * sine
-            v_d[k] = amplitude[k] * omega * cosine
-            a_d[k] = -amplitude[k] * omega * omega * sine
+        sine_reference(s[S_T], s[S_OMEGA], field1(f, fo, CENTRE, nv), field1(f, fo, AMPLITUDE, nv), q_d, v_d, a_d)
     mask = field1(f, fo, SCRATCH, nv)      # 1 on controlled joints (scratch row 0)
-    mask[:] = 0.0
-    for j in range(nc):
-        mask[controlled[j]] = 1.0
-    for k in range(nv):
-        if mask[k] == 0.0:
-            q_d[k] = q[k]
-            v_d[k] = v[k]
-            a_d[k] = 0.0
+    controlled_mask(controlled, mask)
+    follow_measured(mask, q, v, q_d, v_d, a_d)
     tracking = s[S_SAFE] == 0.0 and s[S_BRAKE] == 0.0
     q_r = field1(f, fo, Q_R, nv)
     v_r = field1(f, fo, V_R, nv)
@@ -320,6 +307,7 @@ def controller_tick(f, fo, ints, io):
     # g(q): the hold torque, the observer and, with the robot compensating gravity, the command
     rnea(parents, screw_axes, home_R, home_p, phi, q, zero, zero, base_accel, f_ext_zero, R, p, V, Vdot,
          F, tmp6, g)
+    hold_torque(s[S_SAFE_ZERO] != 0.0 or robot_gravity, g, hold)
 
     # 2. estimators, once per new sample
     if s[S_ESTIMATE] != 0.0 and (s[S_NEW_SAMPLE] != 0.0 or s[S_RESET] != 0.0):
@@ -339,18 +327,13 @@ def controller_tick(f, fo, ints, io):
     # 3. the torque: computed torque on the tracked reference; braking (fresh joint states): the
     #    computed torque of a_cmd = -brake_gain v; held (stale joint states): g(q) or zero
     if s[S_SAFE] != 0.0:
-        _hold_torque(s, g, tau)
+        tau[:] = hold
     else:
         a_cmd = field2(f, fo, SCRATCH, 4, nv)[1]
         if tracking:
-            kp = field1(f, fo, KP, nv)
-            kd = field1(f, fo, KD, nv)
-            for k in range(nv):
-                a_cmd[k] = a_r[k] + kd[k] * (v_r[k] - v[k]) + kp[k] * (q_r[k] - q[k])
+            tracking_acceleration(q_r, v_r, a_r, q, v, field1(f, fo, KP, nv), field1(f, fo, KD, nv), a_cmd)
         else:
-            brake_gain = field1(f, fo, BRAKE_GAIN, nv)
-            for k in range(nv):
-                a_cmd[k] = -brake_gain[k] * v[k] * mask[k]
+            braking_acceleration(v, field1(f, fo, BRAKE_GAIN, nv), mask, a_cmd)
         finite = rnea(parents, screw_axes, home_R, home_p, phi, q, v, a_cmd, base_accel, f_ext_zero, R, p,
                       V, Vdot, F, tmp6, tau)
         if not finite:
@@ -365,56 +348,18 @@ def controller_tick(f, fo, ints, io):
             if tracking and s[S_COMPENSATION] != 0.0:
                 tau[k] -= tau_ext[k]
         if tracking and s[S_NEW_SAMPLE] != 0.0:
-            error = 0.0
-            for j in range(nc):
-                e = q_r[controlled[j]] - q[controlled[j]]
-                error += e * e
-            s[S_ERROR_SQ] += error / nc
-            s[S_ERROR_COUNT] += 1.0
-    if not _all_finite(tau):
-        s[S_NON_FINITE] += 1.0
-        _hold_torque(s, g, tau)
-        if not _all_finite(tau):
-            tau[:] = 0.0
-    limit = field1(f, fo, EFFORT_LIMIT, nv)
-    for k in range(nv):
-        if mask[k] == 0.0:
-            tau[k] = 0.0
-        elif tau[k] > limit[k]:
-            tau[k] = limit[k]
-        elif tau[k] < -limit[k]:
-            tau[k] = -limit[k]
-    if rate_limit(tau, field1(f, fo, TAU_PREV, nv), field1(f, fo, MAX_STEP, nv), controlled):
-        s[S_RATE_LIMITED] += 1.0
-    command = field1(f, fo, COMMAND, nc)
-    for j in range(nc):
-        command[j] = tau[controlled[j]]
+            accumulate_tracking_error(s, q_r, q, controlled)
+    finish_command(s, tau, hold, mask, field1(f, fo, EFFORT_LIMIT, nv), field1(f, fo, TAU_PREV, nv),
+                   field1(f, fo, MAX_STEP, nv), controlled, field1(f, fo, COMMAND, nc))
 
     # 4. requested outputs
     if s[S_WANT_WRENCH] != 0.0:
         s[S_WRENCH_OK] = 1.0 if _wrench(f, fo, ints, io, frame_body, s[S_WRENCH_DAMPING]) else 0.0
     if s[S_WANT_GRADIENT] != 0.0:
-        # dL/dphi = sum_YY phi - sum_Yt, sum_YY kept in its upper triangle
-        sum_YY = field2(f, fo, SUM_YY, npar, npar)
-        sum_Yt = field1(f, fo, SUM_YT, npar)
-        gradient = field1(f, fo, GRADIENT, npar)
-        flat_phi = field1(f, fo, PHI, npar)
-        for a in range(npar):
-            total = -sum_Yt[a]
-            for b in range(npar):
-                total += (sum_YY[a, b] if a <= b else sum_YY[b, a]) * flat_phi[b]
-            gradient[a] = total
-        # the joint terms' block: dL/dtheta_i = sum_yy_i theta_i - sum_yr_i (_joint_window)
-        joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)
-        sum_yy_j = field3(f, fo, JOINT_SUM_YY, nv, 3, 3)
-        sum_yr_j = field2(f, fo, JOINT_SUM_YR, nv, 3)
-        joint_gradient = field1(f, fo, JOINT_GRADIENT, 3 * nv)
-        for i in range(nv):
-            for m in range(3):
-                total = -sum_yr_j[i, m]
-                for n in range(3):
-                    total += sum_yy_j[i, m, n] * joint_terms[i, n]
-                joint_gradient[3 * i + m] = total
+        window_gradient(field2(f, fo, SUM_YY, npar, npar), field1(f, fo, SUM_YT, npar), field1(f, fo, PHI, npar),
+                        field1(f, fo, GRADIENT, npar))
+        joint_window_gradient(field3(f, fo, JOINT_SUM_YY, nv, 3, 3), field2(f, fo, JOINT_SUM_YR, nv, 3),
+                              field2(f, fo, JOINT_TERMS, nb, 3), field1(f, fo, JOINT_GRADIENT, 3 * nv))
     if s[S_WANT_TWIST] != 0.0:
         field1(f, fo, TWIST_GRADIENT, 6 * nb)[:] = field1(f, fo, TWIST_SUM, 6 * nb)
 
@@ -425,51 +370,6 @@ def _model(f, fo, ints, io, nb):
     parameters, base acceleration."""
     return (field1(ints, io, PARENTS, nb), field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
             field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), field1(f, fo, BASE_ACCEL, 6))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _all_finite(x):
-    for k in range(x.shape[0]):
-        if not np.isfinite(x[k]):
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True)
-def _hold_torque(s, g, out):
-    """The torque without a fresh joint state: g(q) at the last one ("gravity"; zero when the robot
-    compensates gravity itself), or zero. No velocity term: a stale velocity cannot be damped."""
-    if s[S_SAFE_ZERO] != 0.0 or s[S_GRAVITY_BY_ROBOT] != 0.0:
-        out[:] = 0.0
-    else:
-        out[:] = g
-
-
-@njit(cache=True, nogil=True)
-def tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, offset_q, offset_v, q_r, v_r, a_r):
-    """q_r, v_r, a_r: the reference blended from the last anchor (safety.py). While tracking, a new
-    sample with an error above s[S_ERROR_LIMIT] re-anchors; so does s[S_ANCHOR] (the caller's:
-    activation, the end of safe mode or of a gap). The blend lasts s[S_BLEND_TIME], longer where the
-    position offset would otherwise move faster than s[S_BLEND_SPEED] (its peak speed is 15/8 of
-    the mean). Shared by the closed chain's tick."""
-    t = s[S_T]
-    if tracking and s[S_ANCHOR] == 0.0 and s[S_NEW_SAMPLE] != 0.0:
-        elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
-        blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r)
-        if largest_error(q_r, q, controlled) > s[S_ERROR_LIMIT]:
-            s[S_ANCHOR] = 1.0
-            s[S_ERROR_ANCHORS] += 1.0
-    if s[S_ANCHOR] != 0.0:
-        anchor(q, v, q_d, v_d, mask, offset_q, offset_v)
-        s[S_BLEND_SPAN] = blend_duration(offset_q, controlled, s[S_BLEND_TIME], s[S_BLEND_SPEED])
-        s[S_BLEND_START] = t
-        s[S_BLENDING] = 1.0
-        s[S_ANCHORS] += 1.0
-        s[S_ANCHOR] = 0.0
-    elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
-    s[S_BLENDING] = 1.0 if blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d,
-                                           q_r, v_r, a_r) else 0.0
-
 
 
 @njit(cache=True, nogil=True)
@@ -530,19 +430,6 @@ def _momentum_terms(f, fo, ints, io, momentum, drift):
 
 
 @njit(cache=True, nogil=True)
-def observer_step(dt, momentum, drift, tau_applied, gain, p_prev, drift_prev, r):
-    """One step of the momentum observer (module docstring, 2.): the mean external torque over the
-    step from the momentum balance, the applied torque held, the drift by the trapezoidal rule (so
-    a step of tens of ms after missed samples stays accurate), and r's exact relaxation toward it
-    (stable for any K_O dt). Then the momentum and drift become the previous ones."""
-    for i in range(r.shape[0]):
-        tau_mean = (momentum[i] - p_prev[i]) / dt - tau_applied[i] - 0.5 * (drift_prev[i] + drift[i])
-        r[i] += (1.0 - math.exp(-gain[i] * dt)) * (tau_mean - r[i])
-        p_prev[i] = momentum[i]
-        drift_prev[i] = drift[i]
-
-
-@njit(cache=True, nogil=True)
 def _estimators_step(f, fo, ints, io, dt):
     """Observer, acceleration filter and the gradient windows over one sample step of dt seconds.
     False (the caller resets) when a result is not finite."""
@@ -564,22 +451,18 @@ def _estimators_step(f, fo, ints, io, dt):
     scratch = field2(f, fo, SCRATCH, 4, nv)
     momentum, drift = scratch[3], scratch[2]
 
-    # momentum observer (module docstring, 2.)
+    # momentum observer (momentum_observer.py)
     _momentum_terms(f, fo, ints, io, momentum, drift)
     r = field1(f, fo, TAU_EXT, nv)
     observer_step(dt, momentum, drift, tau_applied, field1(f, fo, OBSERVER_GAIN, nv), field1(f, fo, P_PREV, nv),
                   field1(f, fo, DRIFT_PREV, nv), r)
-    if not _all_finite(r):
+    if not all_finite(r):
         return False
 
-    # acceleration: a += alpha ((v - v_prev) / dt - a), alpha = dt / (dt + 1 / (2 pi f_c))
+    # acceleration (parameter_gradient.py)
     a = field1(f, fo, ACCELERATION, nv)
-    v_prev = field1(f, fo, V_PREV, nv)
-    alpha = dt / (dt + 1.0 / (2.0 * math.pi * s[S_CUTOFF_HZ]))
-    for k in range(nv):
-        a[k] += alpha * ((v[k] - v_prev[k]) / dt - a[k])
-        v_prev[k] = v[k]
-    if not _all_finite(a):
+    filter_acceleration(dt, s[S_CUTOFF_HZ], v, field1(f, fo, V_PREV, nv), a)
+    if not all_finite(a):
         return False
     if s[S_GRADIENTS] == 0.0:
         return True
@@ -587,14 +470,14 @@ def _estimators_step(f, fo, ints, io, dt):
     # the gradient windows: slot `slot` takes this sample, the oldest leaves the sums first
     slot = int(s[S_NEXT])
     full = int(s[S_COUNT]) == window
-    subtree_end = field1(ints, io, SUBTREE_END, nb)
+    columns = field2(ints, io, COLUMNS, nb, 2)
     Y_ring = field3(f, fo, Y_RING, window, nv, npar)
     samples = field3(f, fo, SAMPLES, window, 4, nv)
     sum_YY = field2(f, fo, SUM_YY, npar, npar)
     sum_Yt = field1(f, fo, SUM_YT, npar)
     Y = Y_ring[slot]
     if full:
-        _window_sums_add(Y, samples[slot, 3], subtree_end, -1.0, sum_YY, sum_Yt)
+        window_sums_add(Y, samples[slot, 3], columns, -1.0, sum_YY, sum_Yt)
     if not regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR, op, oS,
                      field2(f, fo, BODY_V, nb, 6), field2(f, fo, BODY_VDOT, nb, 6), tmp6, Y):
         return False
@@ -609,10 +492,10 @@ def _estimators_step(f, fo, ints, io, dt):
     samples[slot, 1] = v
     samples[slot, 2] = a
     samples[slot, 3] = tau_rigid
-    _window_sums_add(Y, tau_rigid, subtree_end, 1.0, sum_YY, sum_Yt)
-    _joint_window(Y, field1(f, fo, PHI, npar), subtree_end, v, a, tau_applied,
-                  field3(f, fo, JOINT_RING, window, nv, 4)[slot], full, field3(f, fo, JOINT_SUM_YY, nv, 3, 3),
-                  field2(f, fo, JOINT_SUM_YR, nv, 3))
+    window_sums_add(Y, tau_rigid, columns, 1.0, sum_YY, sum_Yt)
+    joint_window_add(Y, field1(f, fo, PHI, npar), columns, v, a, tau_applied,
+                     field3(f, fo, JOINT_RING, window, nv, 4)[slot], full, field3(f, fo, JOINT_SUM_YY, nv, 3, 3),
+                     field2(f, fo, JOINT_SUM_YR, nv, 3))
     if s[S_TWIST] != 0.0:
         twist_ring = field2(f, fo, TWIST_RING, window, 6 * nb)
         twist_sum = field1(f, fo, TWIST_SUM, 6 * nb)
@@ -646,46 +529,6 @@ def _estimators_step(f, fo, ints, io, dt):
 
 
 @njit(cache=True, nogil=True)
-def _joint_window(Y, flat_phi, subtree_end, v, a, tau_applied, slot, full, sum_yy, sum_yr):
-    """The joint terms' window: the sample leaving `slot` (when the window is full) out of the sums,
-    this one in: per joint i, y_i = [a_i, v_i, sgn_s(v_i)] (the joint regressor's row) and r_i =
-    tau_applied_i - (Y phi)_i, the torque the rigid bodies do not explain; sum_yy_i += y_i y_i^T,
-    sum_yr_i += y_i r_i, so that with L = 1/2 sum_k |tau_k - Y_k phi - y_k theta|^2,
-    dL/dtheta_i = sum_yy_i theta_i - sum_yr_i."""
-    for i in range(v.shape[0]):
-        if full:
-            for m in range(3):
-                sum_yr[i, m] -= slot[i, m] * slot[i, 3]
-                for n in range(3):
-                    sum_yy[i, m, n] -= slot[i, m] * slot[i, n]
-        rigid = 0.0
-        for c in range(10 * i, 10 * (subtree_end[i] + 1)):
-            rigid += Y[i, c] * flat_phi[c]
-        slot[i, 0], slot[i, 1], slot[i, 2] = a[i], v[i], smooth_sign(v[i])
-        slot[i, 3] = tau_applied[i] - rigid
-        for m in range(3):
-            sum_yr[i, m] += slot[i, m] * slot[i, 3]
-            for n in range(3):
-                sum_yy[i, m, n] += slot[i, m] * slot[i, n]
-
-
-@njit(cache=True, nogil=True)
-def _window_sums_add(Y, tau, subtree_end, sign, sum_YY, sum_Yt):
-    """sum_YY += sign Y^T Y (upper triangle), sum_Yt += sign Y^T tau. Row k of Y is zero outside the
-    columns of the bodies k carries, [10 k, 10 (subtree_end[k] + 1))."""
-    for k in range(Y.shape[0]):
-        first, last = 10 * k, 10 * (subtree_end[k] + 1)
-        yk = Y[k]
-        t = sign * tau[k]
-        for a in range(first, last):
-            ya = sign * yk[a]
-            sum_Yt[a] += yk[a] * t
-            row = sum_YY[a]
-            for b in range(a, last):
-                row[b] += ya * yk[b]
-
-
-@njit(cache=True, nogil=True)
 def _wrench(f, fo, ints, io, frame_body, damping):
     """wrench = (J J^T + damping^2 I)^-1 J tau_ext at the estimator's frame (local_world_aligned
     Jacobian); False when it is not finite."""
@@ -698,51 +541,5 @@ def _wrench(f, fo, ints, io, frame_body, damping):
                    field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
                    field2(f, fo, OP, nb, 3), frame_body, field2(f, fo, FRAME_R, 3, 3), field1(f, fo, FRAME_P, 3),
                    LOCAL_WORLD_ALIGNED, J)
-    A = field2(f, fo, A_, 6, 6)
-    w = field1(f, fo, WRENCH, 6)
-    r = field1(f, fo, TAU_EXT, nv)
-    for a in range(6):
-        total = 0.0
-        for k in range(nv):
-            total += J[a, k] * r[k]
-        w[a] = total
-        for b in range(6):
-            total = 0.0
-            for k in range(nv):
-                total += J[a, k] * J[b, k]
-            A[a, b] = total
-        A[a, a] += damping * damping
-    if not cholesky_solve(A, w):
-        return False
-    return _all_finite(w)
-
-
-@njit(cache=True, nogil=True)
-def cholesky_solve(A, b):
-    """Solve A x = b in place (x into b) for a symmetric positive definite A, overwritten by its
-    Cholesky factor (lower triangle). False when A is not positive definite."""
-    n = A.shape[0]
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= A[j, k] * A[j, k]
-        if not d > 0.0:
-            return False
-        d = math.sqrt(d)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            x = A[i, j]
-            for k in range(j):
-                x -= A[i, k] * A[j, k]
-            A[i, j] = x / d
-    for i in range(n):          # L y = b
-        x = b[i]
-        for k in range(i):
-            x -= A[i, k] * b[k]
-        b[i] = x / A[i, i]
-    for i in range(n - 1, -1, -1):   # L^T x = y
-        x = b[i]
-        for k in range(i + 1, n):
-            x -= A[k, i] * b[k]
-        b[i] = x / A[i, i]
-    return True
+    return damped_least_squares(J, field1(f, fo, TAU_EXT, nv), damping, field2(f, fo, A_, 6, 6),
+                                field1(f, fo, WRENCH, 6))

@@ -1,0 +1,35 @@
+"""The entries of a compiled tick's scalar field `s` (tick.py, closed_chain_tick.py), in one place so
+that every piece of the tick (safety.py, collision.py, cartesian_impedance.py, ...) reads the same
+indices. Inputs are set by the caller (the node) before a tick; state and outputs are kept by the
+tick."""
+
+__all__ = [
+    "S_T", "S_OMEGA", "S_DT", "S_POINT", "S_NEW_SAMPLE", "S_RESET", "S_HAS_EFFORT", "S_SAFE", "S_SAFE_ZERO",
+    "S_COMPENSATION", "S_GRAVITY_BY_ROBOT", "S_ESTIMATE", "S_GRADIENTS", "S_TWIST", "S_WANT_WRENCH",
+    "S_WANT_GRADIENT", "S_WANT_TWIST", "S_WRENCH_DAMPING", "S_CUTOFF_HZ", "S_BRAKE", "S_ANCHOR", "S_BLEND_TIME",
+    "S_BLEND_SPEED", "S_ERROR_LIMIT",
+    "S_NON_FINITE", "S_ERROR_SQ", "S_ERROR_COUNT", "S_ESTIMATOR_RESETS", "S_COUNT", "S_NEXT", "S_WRENCH_OK",
+    "S_FILTER_STARTED", "S_BLEND_START", "S_BLEND_SPAN", "S_BLENDING", "S_ANCHORS", "S_ERROR_ANCHORS",
+    "S_RATE_LIMITED", "NS",
+]
+
+(
+    # inputs: the time [s], the sine's angular frequency, the stamp difference [s]; the reference is
+    # the caller's point (trajectories), a new sample arrived, the estimators restart, the sample
+    # carries measured efforts; safe mode (stale joint states), holding zero rather than g(q);
+    # subtract the estimated external torque; the robot compensates gravity itself; run the
+    # estimators, the gradient windows, the joint-twist gradient; compute the wrench, the gradients,
+    # the twist gradient this tick; the wrench's damping; the acceleration filter's cutoff [Hz];
+    # brake (deactivate with fresh states); re-anchor the reference; the re-engagement blend's
+    # shortest duration [s] and largest speed [rad/s]; the tracking error that re-anchors [rad]
+    S_T, S_OMEGA, S_DT, S_POINT, S_NEW_SAMPLE, S_RESET, S_HAS_EFFORT, S_SAFE, S_SAFE_ZERO,
+    S_COMPENSATION, S_GRAVITY_BY_ROBOT, S_ESTIMATE, S_GRADIENTS, S_TWIST, S_WANT_WRENCH,
+    S_WANT_GRADIENT, S_WANT_TWIST, S_WRENCH_DAMPING, S_CUTOFF_HZ, S_BRAKE, S_ANCHOR, S_BLEND_TIME,
+    S_BLEND_SPEED, S_ERROR_LIMIT,
+    # state and outputs: non-finite results replaced, the tracking error's sum of squares and count,
+    # estimator restarts, the gradient window's fill and next slot, the wrench is valid, the
+    # acceleration filter has a sample, the blend's start, duration and whether it runs, anchors
+    # (all, and those for a tracking error), commands changed by the rate limit
+    S_NON_FINITE, S_ERROR_SQ, S_ERROR_COUNT, S_ESTIMATOR_RESETS, S_COUNT, S_NEXT, S_WRENCH_OK,
+    S_FILTER_STARTED, S_BLEND_START, S_BLEND_SPAN, S_BLENDING, S_ANCHORS, S_ERROR_ANCHORS, S_RATE_LIMITED,
+    NS) = range(39)
