@@ -1,13 +1,13 @@
-"""Cholesky factorization and solve of small symmetric positive definite systems, in place."""
+"""Cholesky factorization and solves of small symmetric positive definite systems, in place."""
 import math
 
 from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def cholesky_solve(A, b):
-    """Solve A x = b in place (x into b) for a symmetric positive definite A, overwritten by its
-    Cholesky factor (lower triangle). False when A is not positive definite."""
+def cholesky_factor(A):
+    """A = L L^T: L into A's lower triangle (the upper one is left as it was). False when A is not
+    positive definite."""
     n = A.shape[0]
     for j in range(n):
         d = A[j, j]
@@ -22,14 +22,30 @@ def cholesky_solve(A, b):
             for k in range(j):
                 x -= A[i, k] * A[j, k]
             A[i, j] = x / d
+    return True
+
+
+@njit(cache=True, nogil=True)
+def cholesky_solve_factored(L, b):
+    """Solve L L^T x = b in place (x into b), L from cholesky_factor."""
+    n = L.shape[0]
     for i in range(n):          # L y = b
         x = b[i]
         for k in range(i):
-            x -= A[i, k] * b[k]
-        b[i] = x / A[i, i]
+            x -= L[i, k] * b[k]
+        b[i] = x / L[i, i]
     for i in range(n - 1, -1, -1):   # L^T x = y
         x = b[i]
         for k in range(i + 1, n):
-            x -= A[k, i] * b[k]
-        b[i] = x / A[i, i]
+            x -= L[k, i] * b[k]
+        b[i] = x / L[i, i]
+
+
+@njit(cache=True, nogil=True)
+def cholesky_solve(A, b):
+    """Solve A x = b in place (x into b) for a symmetric positive definite A, overwritten by its
+    Cholesky factor (lower triangle). False when A is not positive definite."""
+    if not cholesky_factor(A):
+        return False
+    cholesky_solve_factored(A, b)
     return True
