@@ -156,10 +156,10 @@ def test_operational_space_inertia_and_nullspace_projector(name, translation_onl
             expected = np.linalg.inv(J @ Minv @ J.T + damping ** 2 * np.eye(m))
             Lambda = dc.operational_space_inertia(r.model, r.data, q, r.frame, damping,
                                                   translation_only=translation_only)
-            assert_close(Lambda, expected, f"Lambda (damping {damping})", TOLERANCE * np.linalg.cond(expected))
+            assert_close(Lambda, expected, f"Lambda (damping {damping})")
             N = dc.nullspace_projector(r.model, r.data, q, r.frame, damping, translation_only=translation_only)
             expected_N = np.eye(r.model.nv) - J.T @ (Minv @ J.T @ expected).T
-            assert_close(N, expected_N, f"N (damping {damping})", TOLERANCE * np.linalg.cond(expected))
+            assert_close(N, expected_N, f"N (damping {damping})")
             # the kernel that projects a torque without forming N
             out = np.zeros(r.model.nv)
             kernels.project_to_nullspace(np.ascontiguousarray(J), Minv @ J.T @ expected, tau_0, np.zeros(m), out)
