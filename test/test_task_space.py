@@ -283,3 +283,26 @@ def test_bad_inputs_name_the_argument():
         dc.pose_error(np.eye(4), np.diag([1.0, 1.0, -1.0, 1.0]))
     with pytest.raises(ValueError, match=r"pose must have shape \(4, 4\)"):
         dc.pose_error(np.eye(3), np.eye(4))
+
+
+def test_mimic_coupled_model():
+    """panda with its second finger mimicking the first (nv = 8): dJ/dt by central differences of the
+    coupled Jacobian J G, and Lambda from the coupled M and J (both checked against Pinocchio in
+    test_dynamics_pinocchio / test_derivatives)."""
+    model = dc.load_urdf(robot_urdf("panda"), mimic=True)
+    data = model.create_data()
+    assert model.nv == 8
+    q, v, a = random_state(model, np.random.default_rng(7))
+    t = 1e-6
+    for frame in ("panda_rightfinger", "panda_hand"):
+        for reference in REFERENCES:
+            plus = dc.jacobian(model, data, q + t * v, frame, reference).copy()
+            minus = dc.jacobian(model, data, q - t * v, frame, reference).copy()
+            J = dc.jacobian(model, data, q, frame, reference).copy()
+            dJ = dc.frame_jacobian_time_variation(model, data, q, v, frame, reference)
+            assert_close(dJ, (plus - minus) / (2 * t), f"dJ/dt of {frame} ({reference})", 1e-6)
+            assert_close(dc.frame_velocity(model, data, q, v, frame, reference), J @ v, "J v")
+        M = dc.crba(model, data, q).copy()
+        J = dc.jacobian(model, data, q, frame, "local_world_aligned")[3:].copy()
+        assert_close(dc.operational_space_inertia(model, data, q, frame, translation_only=True),
+                     np.linalg.inv(J @ np.linalg.solve(M, J.T)), f"Lambda of {frame}")
