@@ -26,6 +26,9 @@ _PUBLIC = {
     ".model_derivatives": ("inertia_from_link_meshes", "twist_derivatives"),
     ".robots": ("bundled_urdf",),
     ".second_order": ("aba_second_derivatives", "rnea_second_derivatives"),
+    ".task_space": ("frame_classical_acceleration", "frame_jacobian_time_variation", "frame_velocity",
+                    "nullspace_projector", "operational_space_inertia", "pose_error", "quaternion_to_rotation",
+                    "rotation_to_quaternion"),
     ".urdf": ("URDFError", "load_urdf"),
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
