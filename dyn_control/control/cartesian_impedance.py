@@ -6,18 +6,18 @@ cartesian_impedance_example_controller and of Mayr et al.'s Cartesian impedance 
 at a frame of the model (`control.frame`), in the root frame's axes, spatial vectors angular first:
 - J: the frame's "local_world_aligned" Jacobian (angular velocity; velocity of the frame's origin);
 - e = [e_R; e_p]: e_p = p - p_eq, e_R = log(R R_eq^T), the rotation vector that takes the
-  equilibrium's orientation to the frame's, in root axes (rotation_log), so -K e pulls the frame
-  back to the equilibrium pose (R_eq, p_eq);
+  equilibrium's orientation to the frame's, in root axes (kernels/task_space.pose_error), so -K e
+  pulls the frame back to the equilibrium pose (R_eq, p_eq);
 - K = diag(K_R, K_p) [N m/rad, N/m]; D = diag(D_i), D_i = 2 zeta sqrt(Lambda_ii K_i): the damping
   ratio zeta on each axis of the task-space inertia Lambda's diagonal (exact where Lambda is
   diagonal in these axes; the Franka example's D = 2 sqrt(K) is this with Lambda = I and zeta = 1);
 - w_d: a feedforward wrench [n; f] the frame exerts on the environment;
 - N^T = I - J^T Jbar^T, Jbar = M^-1 J^T Lambda, the dynamically consistent pseudo-inverse of J, with
-  Lambda = (J M^-1 J^T + d^2 I)^-1: a torque N^T tau_0 accelerates the frame by nothing (exactly
-  with d = 0), so the posture torque K_n (q_n - q) - D_n v acts in the nullspace only. Near a
-  singularity J M^-1 J^T loses rank and Lambda grows without bound; the damping d (`cartesian.
-  singularity_damping`) bounds Lambda (its eigenvalues stay <= 1 / d^2) at the price of a
-  projector N^T that is no longer exact there.
+  Lambda = (J M^-1 J^T + d^2 I)^-1 (kernels/task_space.operational_space_inertia): a torque
+  N^T tau_0 accelerates the frame by nothing (exactly with d = 0), so the posture torque
+  K_n (q_n - q) - D_n v acts in the nullspace only. Near a singularity J M^-1 J^T loses rank and
+  Lambda grows without bound; the damping d (`cartesian.singularity_damping`) bounds Lambda (its
+  eigenvalues stay <= 1 / d^2) at the price of a projector that is no longer exact there.
 At rest (v = 0) with an external wrench F on the frame, J^T (K e - F) = N^T tau_0 and Jbar^T N^T = 0
 give K e = F: the frame moves by K^-1 F, whatever the posture torque (with d = 0).
 
@@ -29,35 +29,7 @@ import math
 
 from numba import njit
 
-from ..kernels.cholesky import cholesky_factor, cholesky_solve_factored
-
-
-@njit(cache=True, nogil=True)
-def rotation_log(R, w):
-    """w = the rotation vector of R (R = exp([w]x), |w| <= pi), robust near 0 and pi."""
-    cosine = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-    cosine = min(1.0, max(-1.0, cosine))
-    theta = math.acos(cosine)
-    sx, sy, sz = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]
-    if theta < 1e-6:                      # sin(theta) / theta = 1 - theta^2 / 6
-        scale = 0.5 * (1.0 + theta * theta / 6.0)
-        w[0], w[1], w[2] = scale * sx, scale * sy, scale * sz
-    elif math.pi - theta > 1e-6:
-        scale = 0.5 * theta / math.sin(theta)
-        w[0], w[1], w[2] = scale * sx, scale * sy, scale * sz
-    else:                                 # near pi: the axis from R + I = 2 a a^T
-        k = 0
-        if R[1, 1] > R[k, k]:
-            k = 1
-        if R[2, 2] > R[k, k]:
-            k = 2
-        ak = math.sqrt(max(0.0, 0.5 * (R[k, k] + 1.0)))
-        for i in range(3):
-            w[i] = theta * (0.5 * (R[i, k] + R[k, i]) / (2.0 * ak) if i != k else ak)
-        # the sign of the skew part fixes the axis' sign when theta is not exactly pi
-        if w[0] * sx + w[1] * sy + w[2] * sz < 0.0:
-            for i in range(3):
-                w[i] = -w[i]
+from ..kernels.task_space import project_to_nullspace, rotation_log
 
 
 @njit(cache=True, nogil=True)
@@ -79,20 +51,6 @@ def rotation_exp(w, R):
     R[2, 0] = -a * y + b * x * z
     R[1, 2] = -a * x + b * y * z
     R[2, 1] = a * x + b * y * z
-
-
-@njit(cache=True, nogil=True)
-def pose_error(R, p, R_eq, p_eq, work33, e):
-    """e = [log(R R_eq^T); p - p_eq] (module docstring); work33 (3, 3) scratch."""
-    for i in range(3):
-        for j in range(3):
-            total = 0.0
-            for k in range(3):
-                total += R[i, k] * R_eq[j, k]
-            work33[i, j] = total
-    rotation_log(work33, e[:3])
-    for i in range(3):
-        e[3 + i] = p[i] - p_eq[i]
 
 
 @njit(cache=True, nogil=True)
@@ -124,63 +82,24 @@ def filter_equilibrium(alpha, R_target, p_target, R_eq, p_eq, work33, work3):
 
 
 @njit(cache=True, nogil=True)
-def operational_space(J, M, damping, L, X, A, Lambda):
-    """Lambda = (J M^-1 J^T + damping^2 I)^-1 (6, 6) and X = M^-1 J^T (nv, 6), through M's Cholesky
-    factor (into L (nv, nv)) and that of A = J X + d^2 I (into A (6, 6)). False when M or A is not
-    positive definite."""
-    nv = M.shape[0]
-    L[:, :] = M
-    if not cholesky_factor(L):
-        return False
-    for c in range(6):
-        for k in range(nv):
-            X[k, c] = J[c, k]
-        cholesky_solve_factored(L, X[:, c])
-    for a in range(6):
-        for b in range(6):
-            total = 0.0
-            for k in range(nv):
-                total += J[a, k] * X[k, b]
-            A[a, b] = total
-        A[a, a] += damping * damping
-    if not cholesky_factor(A):
-        return False
-    for c in range(6):
-        for a in range(6):
-            Lambda[a, c] = 1.0 if a == c else 0.0
-        cholesky_solve_factored(A, Lambda[:, c])
-    return True
-
-
-@njit(cache=True, nogil=True)
-def impedance_torque(J, X, Lambda, v, q, e, stiffness, zeta, wrench, nullspace_stiffness, nullspace_damping,
+def impedance_torque(J, J_bar, Lambda, v, q, e, stiffness, zeta, wrench, nullspace_stiffness, nullspace_damping,
                      posture, work6, work_nv, tau):
-    """tau = J^T (-K e - D J v + w_d) + N^T (K_n (q_n - q) - D_n v) (module docstring), from the
-    operational_space() results X = M^-1 J^T and Lambda; the caller adds C v + g and friction.
-    work6 (2, 6), work_nv (nv,) scratch."""
+    """tau = J^T (-K e - D J v + w_d) + N^T (K_n (q_n - q) - D_n v) (module docstring), with Lambda
+    and J_bar = M^-1 J^T Lambda from kernels/task_space.operational_space_inertia; the caller adds
+    C v + g and the joint friction. stiffness (6,) [K_R; K_p]; work6 (2, 6), work_nv (nv,) scratch."""
     nv = v.shape[0]
-    force, tmp = work6[0], work6[1]
+    force, task = work6[0], work6[1]
     for a in range(6):
         velocity = 0.0
         for k in range(nv):
             velocity += J[a, k] * v[k]
         damping = 2.0 * zeta * math.sqrt(max(Lambda[a, a], 0.0) * stiffness[a])
         force[a] = -stiffness[a] * e[a] - damping * velocity + wrench[a]
-    # the posture torque tau_0, then its nullspace projection tau_0 - J^T (Jbar^T tau_0), Jbar^T =
-    # Lambda X^T
+    # the posture torque tau_0 and its nullspace share N^T tau_0 = tau_0 - J^T (J_bar^T tau_0)
     tau0 = work_nv
     for k in range(nv):
         tau0[k] = nullspace_stiffness[k] * (posture[k] - q[k]) - nullspace_damping[k] * v[k]
-    for c in range(6):
-        total = 0.0
-        for k in range(nv):
-            total += X[k, c] * tau0[k]
-        tmp[c] = total
-    for a in range(6):
-        total = 0.0
-        for c in range(6):
-            total += Lambda[a, c] * tmp[c]
-        force[a] -= total       # J^T (F - Jbar^T tau_0) + tau_0
+    project_to_nullspace(J, J_bar, tau0, task, tau0)
     for k in range(nv):
         total = tau0[k]
         for a in range(6):

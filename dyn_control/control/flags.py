@@ -10,7 +10,12 @@ __all__ = [
     "S_BLEND_SPEED", "S_ERROR_LIMIT",
     "S_NON_FINITE", "S_ERROR_SQ", "S_ERROR_COUNT", "S_ESTIMATOR_RESETS", "S_COUNT", "S_NEXT", "S_WRENCH_OK",
     "S_FILTER_STARTED", "S_BLEND_START", "S_BLEND_SPAN", "S_BLENDING", "S_ANCHORS", "S_ERROR_ANCHORS",
-    "S_RATE_LIMITED", "NS",
+    "S_RATE_LIMITED",
+    "S_MODE", "S_TARGET_ALPHA", "S_TARGET_SET", "S_DAMPING_RATIO", "S_SINGULAR_DAMPING", "S_COLLISION_ON",
+    "S_REACTION", "S_COLLISION_ACCEL_GAIN", "S_REFLEX_DISTANCE", "S_REFLEX_DURATION",
+    "S_POSE_OK", "S_COLLISION_LEVEL", "S_COLLIDED", "S_COLLISION_JOINT", "S_COLLISION_TIME", "S_CONTACTS",
+    "S_COLLISIONS",
+    "NS", "JOINT_MODE", "CARTESIAN_MODE",
 ]
 
 (
@@ -32,4 +37,19 @@ __all__ = [
     # (all, and those for a tracking error), commands changed by the rate limit
     S_NON_FINITE, S_ERROR_SQ, S_ERROR_COUNT, S_ESTIMATOR_RESETS, S_COUNT, S_NEXT, S_WRENCH_OK,
     S_FILTER_STARTED, S_BLEND_START, S_BLEND_SPAN, S_BLENDING, S_ANCHORS, S_ERROR_ANCHORS, S_RATE_LIMITED,
-    NS) = range(39)
+    # inputs of the control laws (cartesian_impedance.py, collision.py): the control law (JOINT_MODE,
+    # CARTESIAN_MODE); the equilibrium's filter fraction per tick; a target was given (else the
+    # target is the pose at the last anchor); the impedance's damping ratio; the damping of the
+    # operational-space inertia near singularities; collision detection on; the reaction
+    # (collision.REPORT, STOP, FLOAT, REFLEX); the thresholds' growth with |a_r|; the reflex's
+    # retreat [rad] and duration [s]
+    S_MODE, S_TARGET_ALPHA, S_TARGET_SET, S_DAMPING_RATIO, S_SINGULAR_DAMPING, S_COLLISION_ON,
+    S_REACTION, S_COLLISION_ACCEL_GAIN, S_REFLEX_DISTANCE, S_REFLEX_DURATION,
+    # ... their state and outputs: the impedance torque was computed; the residual's level
+    # (collision.NONE, CONTACT, COLLISION); a collision is latched (reacting until reset); the joint
+    # it was isolated to and its time; contacts and collisions counted
+    S_POSE_OK, S_COLLISION_LEVEL, S_COLLIDED, S_COLLISION_JOINT, S_COLLISION_TIME, S_CONTACTS,
+    S_COLLISIONS,
+    NS) = range(56)
+
+JOINT_MODE, CARTESIAN_MODE = 0.0, 1.0     # values of s[S_MODE]

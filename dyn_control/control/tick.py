@@ -56,8 +56,11 @@ from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
 from ..kernels.packed import Packed, copy_model, field1, field2, field3, field4, field_indices
 from ..kernels.regressor import regressor
 from ..kernels.rnea import rnea
+from ..kernels.task_space import frame_world_pose, operational_space_inertia, pose_error
 from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
+from .cartesian_impedance import filter_equilibrium, impedance_torque
+from .collision import FLOAT, REFLEX, REPORT, STOP, detect, reaction_reference, start_reaction
 from .computed_torque import braking_acceleration, tracking_acceleration
 from .flags import *  # noqa: F403  (the flags S_*, NS: tick.S_* for the tick's callers)
 from .momentum_observer import damped_least_squares, observer_step
@@ -103,13 +106,25 @@ def float_fields(nb, nv, window, ncontrolled):
         # torque less the rigid bodies' (kernels/joint_terms.py), and their running sums
         ("joint_ring", (window, nv, 4)), ("joint_sum_yy", (nv, 3, 3)), ("joint_sum_yr", (nv, 3)),
         ("joint_gradient", (3 * nv,)),
+        # Cartesian impedance (cartesian_impedance.py): the control frame on its body, the target and the
+        # equilibrium filtered toward it, the frame's pose and pose error, the gains, the posture; workspace
+        ("control_frame_R", (3, 3)), ("control_frame_p", (3,)), ("target_R", (3, 3)), ("target_p", (3,)),
+        ("equilibrium_R", (3, 3)), ("equilibrium_p", (3,)), ("pose_R", (3, 3)), ("pose_p", (3,)),
+        ("pose_error", (6,)), ("stiffness", (6,)), ("target_wrench", (6,)), ("nullspace_stiffness", (nv,)),
+        ("nullspace_damping", (nv,)), ("posture", (nv,)), ("J_task", (6, nv)), ("Lambda", (6, 6)),
+        ("J_bar", (nv, 6)), ("M_factor", (nv, nv)), ("J_Minv", (6, nv)), ("work33", (2, 3, 3)), ("work6", (2, 6)),
+        # collision detection (collision.py): thresholds, float damping, the position at the collision,
+        # the retreat's direction, the residual at the last collision
+        ("lower_threshold", (nv,)), ("upper_threshold", (nv,)), ("float_damping", (nv,)), ("q_c", (nv,)),
+        ("retreat", (nv,)), ("collision_residual", (nv,)),
     ]
 
 
 def int_fields(nb, ncontrolled):
     # columns: per joint, the range of the regressor's columns that can be non-zero (its subtree's bodies)
     return [("parents", (nb,)), ("columns", (nb, 2)), ("path", (nb,)), ("controlled", (ncontrolled,)),
-            ("dims", (4,))]     # nb, window, frame body, number of controlled joints
+            ("dims", (4,)),     # nb, window, frame body, number of controlled joints
+            ("control_body", (1,))]     # the body of the Cartesian impedance's frame
 
 
 _F = field_indices(float_fields(1, 1, 1, 1))
@@ -120,8 +135,11 @@ _I = field_indices(int_fields(1, 1))
  SAMPLES, SUM_YY, SUM_YT, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F, TMP6, OR, OP,
  OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
  ETA_POSE, DTAU_DETA, J_, A_, G_, HOLD, ZERO, F_EXT_ZERO, SCRATCH, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV,
- MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT) = range(len(_F))
-PARENTS, COLUMNS, PATH, CONTROLLED, DIMS = range(len(_I))
+ MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT, CONTROL_FRAME_R, CONTROL_FRAME_P, TARGET_R,
+ TARGET_P, EQUILIBRIUM_R, EQUILIBRIUM_P, POSE_R, POSE_P, POSE_ERROR, STIFFNESS, TARGET_WRENCH, NULLSPACE_STIFFNESS,
+ NULLSPACE_DAMPING, POSTURE, J_TASK, LAMBDA, J_BAR, M_FACTOR, J_MINV, WORK33, WORK6, LOWER_THRESHOLD,
+ UPPER_THRESHOLD, FLOAT_DAMPING, Q_C, RETREAT, COLLISION_RESIDUAL) = range(len(_F))
+PARENTS, COLUMNS, PATH, CONTROLLED, DIMS, CONTROL_BODY = range(len(_I))
 
 
 class TickBuffers:
@@ -183,7 +201,8 @@ class TickBuffers:
         previous command, which the robot may still hold: the rate limit starts from it)."""
         f, s = self.f, self.f.s
         for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_BRAKE, S_ANCHOR, S_BLENDING, S_POINT, S_WANT_WRENCH,
-                  S_WANT_GRADIENT, S_WANT_TWIST, S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK):
+                  S_WANT_GRADIENT, S_WANT_TWIST, S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK, S_POSE_OK, S_COLLIDED,
+                  S_COLLISION_LEVEL):
             s[k] = 0.0
         for array in (f.p_prev, f.drift_prev, f.tau_ext, f.acceleration, f.tau):
             array[:] = 0.0
@@ -203,6 +222,29 @@ class ControllerTick(TickBuffers):
     order of `command`); frame: the estimator's frame; window: samples in the gradient window."""
 
     WINDOW_SUMS = ("sum_YY", "sum_Yt", "twist_sum", "joint_sum_yy", "joint_sum_yr")
+
+    def warm_up(self):
+        """TickBuffers.warm_up, then the Cartesian impedance and every collision reaction."""
+        super().warm_up()
+        s, f = self.f.s, self.f
+        saved = {name: getattr(f, name).copy() for name in ("lower_threshold", "upper_threshold", "tau_prev")}
+        s[S_ESTIMATE] = s[S_RESET] = 1.0
+        s[S_MODE] = CARTESIAN_MODE
+        s[S_DAMPING_RATIO] = 1.0
+        self.tick()
+        s[S_RESET], s[S_NEW_SAMPLE], s[S_COLLISION_ON] = 0.0, 1.0, 1.0
+        f.lower_threshold[:] = f.upper_threshold[:] = -1.0      # any residual is a collision
+        for reaction in (STOP, FLOAT, REFLEX):
+            s[S_REACTION] = reaction
+            s[S_COLLIDED] = s[S_COLLISION_LEVEL] = 0.0
+            self.tick()
+        for flag in (S_ESTIMATE, S_MODE, S_COLLISION_ON, S_REACTION, S_COLLIDED, S_COLLISION_LEVEL, S_CONTACTS,
+                     S_COLLISIONS, S_COLLISION_JOINT, S_COLLISION_TIME, S_POSE_OK, S_DAMPING_RATIO, S_ANCHORS,
+                     S_RATE_LIMITED, S_NON_FINITE):
+            s[flag] = 0.0
+        for name, value in saved.items():
+            getattr(f, name)[:] = value
+        self.reset()
 
     def set_model(self, model):
         """TickBuffers.set_model, the model's joint terms included."""
@@ -227,6 +269,7 @@ class ControllerTick(TickBuffers):
         i.dims[:] = nb, self.window, model.frame_body[f_id], controlled.size
         f.frame_R[:] = model.frame_R[f_id]
         f.frame_p[:] = model.frame_p[f_id]
+        self.set_control_frame(model, frame)
         limits = np.array([model.effort_limit[model.joint_names.index(n)] for n in model.actuated_joints])
         f.effort_limit[:] = limits
         self.set_model(model)
@@ -234,6 +277,13 @@ class ControllerTick(TickBuffers):
         self.set_safety_defaults()
         self.labels = [f"{body}/{p}" for body in model.body_names for p in PARAMETER_NAMES]
         self.twist_labels = [f"{joint}/{c}" for joint in model.joint_names for c in TWIST_COMPONENTS]
+
+    def set_control_frame(self, model, frame):
+        """The Cartesian impedance's frame (a link or joint frame of the model)."""
+        f_id = model.frame_id(frame)
+        self.i.control_body[0] = model.frame_body[f_id]
+        self.f.control_frame_R[:] = model.frame_R[f_id]
+        self.f.control_frame_p[:] = model.frame_p[f_id]
 
     def shift_momentum(self, old_model):
         """After set_model: shift the observer's last momentum by the change of M(q) v at the current
@@ -301,8 +351,11 @@ def controller_tick(f, fo, ints, io):
     q_r = field1(f, fo, Q_R, nv)
     v_r = field1(f, fo, V_R, nv)
     a_r = field1(f, fo, A_R, nv)
-    tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv),
-                      field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
+    if s[S_ANCHOR] != 0.0:
+        s[S_POSE_OK] = 0.0      # the Cartesian equilibrium restarts at the frame's pose too
+    # (a large joint tracking error re-anchors in joint mode only: the Cartesian law has its own error)
+    tracked_reference(s, tracking and s[S_MODE] == JOINT_MODE, mask, controlled, q, v, q_d, v_d, a_d,
+                      field1(f, fo, OFFSET_Q, nv), field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
 
     # g(q): the hold torque, the observer and, with the robot compensating gravity, the command
     rnea(parents, screw_axes, home_R, home_p, phi, q, zero, zero, base_accel, f_ext_zero, R, p, V, Vdot,
@@ -324,11 +377,34 @@ def controller_tick(f, fo, ints, io):
                 s[S_ESTIMATOR_RESETS] += 1.0
             _reset_estimators(f, fo, ints, io)
 
-    # 3. the torque: computed torque on the tracked reference; braking (fresh joint states): the
-    #    computed torque of a_cmd = -brake_gain v; held (stale joint states): g(q) or zero
+    # collision detection on the observer's residual, once per new sample while tracking (collision.py)
+    if s[S_COLLISION_ON] != 0.0 and tracking and s[S_NEW_SAMPLE] != 0.0 and s[S_ESTIMATE] != 0.0:
+        if detect(s, tau_ext, field1(f, fo, LOWER_THRESHOLD, nv), field1(f, fo, UPPER_THRESHOLD, nv), a_r, mask,
+                  field1(f, fo, COLLISION_RESIDUAL, nv)) and s[S_REACTION] != REPORT and s[S_COLLIDED] == 0.0:
+            start_reaction(s, q, tau_ext, mask, field1(f, fo, Q_C, nv), field1(f, fo, RETREAT, nv))
+
+    # 3. the torque. Held (stale joint states): g(q) or zero. Braking (fresh joint states): the
+    #    computed torque of a_cmd = -brake_gain v. Reacting to a collision: stop or reflex, the
+    #    computed torque toward collision.reaction_reference; float, g(q) - float_damping v.
+    #    Tracking: the computed torque on the tracked reference (joint mode) or the Cartesian impedance.
+    reacting = tracking and s[S_COLLIDED] != 0.0 and s[S_REACTION] != REPORT
     if s[S_SAFE] != 0.0:
         tau[:] = hold
+    elif reacting and s[S_REACTION] == FLOAT:
+        float_damping = field1(f, fo, FLOAT_DAMPING, nv)
+        for k in range(nv):
+            tau[k] = g[k] - float_damping[k] * v[k] - (g[k] if robot_gravity else 0.0)
+    elif tracking and not reacting and s[S_MODE] == CARTESIAN_MODE:
+        if not _cartesian_torque(f, fo, ints, io, tau):
+            tau[0] = np.nan
+        if robot_gravity:
+            for k in range(nv):
+                tau[k] -= g[k]
     else:
+        if reacting:
+            reaction_reference(s[S_T] - s[S_COLLISION_TIME], s[S_REFLEX_DURATION],
+                               s[S_REFLEX_DISTANCE] if s[S_REACTION] == REFLEX else 0.0, field1(f, fo, Q_C, nv),
+                               field1(f, fo, RETREAT, nv), q_r, v_r, a_r)
         a_cmd = field2(f, fo, SCRATCH, 4, nv)[1]
         if tracking:
             tracking_acceleration(q_r, v_r, a_r, q, v, field1(f, fo, KP, nv), field1(f, fo, KD, nv), a_cmd)
@@ -345,9 +421,9 @@ def controller_tick(f, fo, ints, io):
         for k in range(nv):
             if robot_gravity:
                 tau[k] -= g[k]
-            if tracking and s[S_COMPENSATION] != 0.0:
+            if tracking and not reacting and s[S_COMPENSATION] != 0.0:
                 tau[k] -= tau_ext[k]
-        if tracking and s[S_NEW_SAMPLE] != 0.0:
+        if tracking and not reacting and s[S_NEW_SAMPLE] != 0.0:
             accumulate_tracking_error(s, q_r, q, controlled)
     finish_command(s, tau, hold, mask, field1(f, fo, EFFORT_LIMIT, nv), field1(f, fo, TAU_PREV, nv),
                    field1(f, fo, MAX_STEP, nv), controlled, field1(f, fo, COMMAND, nc))
@@ -362,6 +438,76 @@ def controller_tick(f, fo, ints, io):
                               field2(f, fo, JOINT_TERMS, nb, 3), field1(f, fo, JOINT_GRADIENT, 3 * nv))
     if s[S_WANT_TWIST] != 0.0:
         field1(f, fo, TWIST_GRADIENT, 6 * nb)[:] = field1(f, fo, TWIST_SUM, 6 * nb)
+
+
+@njit(cache=True, nogil=True)
+def _cartesian_torque(f, fo, ints, io, tau):
+    """The Cartesian impedance torque (cartesian_impedance.py) at the control frame, plus C v + g and
+    the model's joint friction at the measured velocity: the equilibrium filtered one step toward
+    the target (the equilibrium set to the frame's pose on an anchor, and so is the target when
+    none was given: the law starts where the arm is). False when a piece is not finite or not positive definite."""
+    nb = field1(ints, io, DIMS, 4)[0]
+    nv = nb
+    s = field1(f, fo, S, NS)
+    parents, screw_axes, home_R, home_p, phi, base_accel = _model(f, fo, ints, io, nb)
+    q = field1(f, fo, Q, nv)
+    v = field1(f, fo, V_, nv)
+    R = field3(f, fo, R_, nb, 3, 3)
+    p = field2(f, fo, P_, nb, 3)
+    oR = field3(f, fo, OR, nb, 3, 3)
+    op = field2(f, fo, OP, nb, 3)
+    body = field1(ints, io, CONTROL_BODY, 1)[0]
+    frame_R = field2(f, fo, CONTROL_FRAME_R, 3, 3)
+    frame_p = field1(f, fo, CONTROL_FRAME_P, 3)
+    J = field2(f, fo, J_TASK, 6, nv)
+    if not frame_jacobian(parents, screw_axes, home_R, home_p, q, field1(ints, io, PATH, nb), R, p, oR, op, body,
+                          frame_R, frame_p, LOCAL_WORLD_ALIGNED, J):
+        return False
+    pose_R = field2(f, fo, POSE_R, 3, 3)
+    pose_p = field1(f, fo, POSE_P, 3)
+    frame_world_pose(oR, op, body, frame_R, frame_p, pose_R, pose_p)
+    equilibrium_R = field2(f, fo, EQUILIBRIUM_R, 3, 3)
+    equilibrium_p = field1(f, fo, EQUILIBRIUM_P, 3)
+    target_R = field2(f, fo, TARGET_R, 3, 3)
+    target_p = field1(f, fo, TARGET_P, 3)
+    work33 = field3(f, fo, WORK33, 2, 3, 3)
+    work6 = field2(f, fo, WORK6, 2, 6)
+    if s[S_POSE_OK] == 0.0:        # the first Cartesian tick since an anchor: start at the pose
+        equilibrium_R[:, :] = pose_R
+        equilibrium_p[:] = pose_p
+        if s[S_TARGET_SET] == 0.0:
+            target_R[:, :] = pose_R
+            target_p[:] = pose_p
+        s[S_POSE_OK] = 1.0
+    filter_equilibrium(s[S_TARGET_ALPHA], target_R, target_p, equilibrium_R, equilibrium_p, work33, work6[0, :3])
+    e = field1(f, fo, POSE_ERROR, 6)
+    if not pose_error(pose_R, pose_p, equilibrium_R, equilibrium_p, e):
+        return False
+    M = field2(f, fo, M_, nv, nv)
+    crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, field2(f, fo, OS, nb, 6),
+         field2(f, fo, PHI_COMPOSITE, nb, 10), field2(f, fo, BODY_F, nb, 6), M)
+    joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)
+    for k in range(nv):
+        M[k, k] += joint_terms[k, ARMATURE]
+    Lambda = field2(f, fo, LAMBDA, 6, 6)
+    J_bar = field2(f, fo, J_BAR, nv, 6)
+    if not operational_space_inertia(M, J, s[S_SINGULAR_DAMPING], field2(f, fo, M_FACTOR, nv, nv),
+                                     field2(f, fo, J_MINV, 6, nv), field2(f, fo, A_, 6, 6), Lambda, J_bar):
+        return False
+    impedance_torque(J, J_bar, Lambda, v, q, e, field1(f, fo, STIFFNESS, 6), s[S_DAMPING_RATIO],
+                     field1(f, fo, TARGET_WRENCH, 6), field1(f, fo, NULLSPACE_STIFFNESS, nv),
+                     field1(f, fo, NULLSPACE_DAMPING, nv), field1(f, fo, POSTURE, nv), work6,
+                     field2(f, fo, SCRATCH, 4, nv)[1], tau)
+    bias = field2(f, fo, SCRATCH, 4, nv)[2]      # C(q, v) v + g(q)
+    zero = field1(f, fo, ZERO, nv)
+    if not rnea(parents, screw_axes, home_R, home_p, phi, q, v, zero, base_accel, field2(f, fo, F_EXT_ZERO, nb, 6),
+                R, p, field2(f, fo, BODY_V, nb, 6), field2(f, fo, BODY_VDOT, nb, 6), field2(f, fo, BODY_F, nb, 6),
+                field2(f, fo, TMP6, 12, 6), bias):
+        return False
+    for k in range(nv):
+        tau[k] += bias[k]
+    add_friction_torque(joint_terms, v, tau)
+    return True
 
 
 @njit(cache=True, nogil=True, inline="always")

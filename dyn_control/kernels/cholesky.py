@@ -26,17 +26,21 @@ def cholesky_factor(A):
 
 
 @njit(cache=True, nogil=True)
-def cholesky_solve_factored(L, b):
-    """Solve L L^T x = b in place (x into b), L from cholesky_factor."""
-    n = L.shape[0]
-    for i in range(n):          # L y = b
+def forward_substitute(L, b):
+    """b (n,) overwritten by L^-1 b, L the lower triangle of cholesky_factor's result."""
+    for i in range(L.shape[0]):
         x = b[i]
         for k in range(i):
             x -= L[i, k] * b[k]
         b[i] = x / L[i, i]
-    for i in range(n - 1, -1, -1):   # L^T x = y
+
+
+@njit(cache=True, nogil=True)
+def back_substitute(L, b):
+    """b (n,) overwritten by L^-T b, L the lower triangle of cholesky_factor's result."""
+    for i in range(L.shape[0] - 1, -1, -1):
         x = b[i]
-        for k in range(i + 1, n):
+        for k in range(i + 1, L.shape[0]):
             x -= L[k, i] * b[k]
         b[i] = x / L[i, i]
 
@@ -47,5 +51,6 @@ def cholesky_solve(A, b):
     Cholesky factor (lower triangle). False when A is not positive definite."""
     if not cholesky_factor(A):
         return False
-    cholesky_solve_factored(A, b)
+    forward_substitute(A, b)
+    back_substitute(A, b)
     return True

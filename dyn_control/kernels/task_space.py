@@ -19,6 +19,7 @@ import math
 from numba import njit
 
 from ..spatial import cross_motion, motion_to_parent
+from .cholesky import back_substitute, cholesky_factor, forward_substitute
 from .inputs import all_finite
 from .kinematics import LOCAL, LOCAL_WORLD_ALIGNED, WORLD, support_poses  # noqa: F401 (re-exported codes)
 
@@ -154,47 +155,6 @@ def frame_world_pose(oR, op, body, frame_R, frame_p, R_out, p_out):
 
 # ----------------------------------------------------------------------------------------------
 # Operational-space inertia, dynamically consistent pseudo-inverse, nullspace projector
-
-
-@njit(cache=True, nogil=True)
-def cholesky_factor(A):
-    """The lower triangle of A (n, n), symmetric positive definite, overwritten by L, A = L L^T (the
-    strict upper triangle is left as it was). False when A is not (numerically) positive definite."""
-    n = A.shape[0]
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= A[j, k] * A[j, k]
-        if not d > 0.0:
-            return False
-        d = math.sqrt(d)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            x = A[i, j]
-            for k in range(j):
-                x -= A[i, k] * A[j, k]
-            A[i, j] = x / d
-    return True
-
-
-@njit(cache=True, nogil=True)
-def forward_substitute(L, b):
-    """b (n,) overwritten by L^-1 b, L the lower triangle of cholesky_factor's result."""
-    for i in range(L.shape[0]):
-        x = b[i]
-        for k in range(i):
-            x -= L[i, k] * b[k]
-        b[i] = x / L[i, i]
-
-
-@njit(cache=True, nogil=True)
-def back_substitute(L, b):
-    """b (n,) overwritten by L^-T b, L the lower triangle of cholesky_factor's result."""
-    for i in range(L.shape[0] - 1, -1, -1):
-        x = b[i]
-        for k in range(i + 1, L.shape[0]):
-            x -= L[k, i] * b[k]
-        b[i] = x / L[i, i]
 
 
 @njit(cache=True, nogil=True)

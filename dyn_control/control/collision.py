@@ -1,0 +1,96 @@
+"""Collision detection, isolation and reaction from the momentum observer's residual (De Luca and
+Haddadin's residual-based scheme; Franka's lower and upper collision thresholds).
+
+Detection. The residual r (momentum_observer.py: the estimated external joint torque) against two
+per-joint thresholds that grow with the reference acceleration, where the model's errors grow
+(an inertia error of dM gives a residual of dM a):
+    threshold_i = base_i + acceleration_gain * |a_r,i|    [N m; a_r in rad/s^2]
+A joint above its lower threshold is in **contact**; above its upper threshold, a **collision**.
+Isolation: the collided link is the child link of the last joint along the chain (the highest
+joint index, bodies being in depth-first order) whose residual is above its lower threshold: an
+impact on link k loads joints 1..k, and the joints beyond it see only noise.
+
+Reaction (on a collision, latched until the caller resets it):
+- STOP: hold the position at the collision: the computed torque of a = kp (q_c - q) - kd v;
+- FLOAT: gravity and damping only, tau = g(q) - float_damping v: the arm yields to the push;
+- REFLEX: retreat along the residual's direction, q_c + distance r / |r| reached over `duration`
+  on a quintic (zero velocity and acceleration at both ends), then hold there (as STOP);
+- REPORT: detect and report only, the control law goes on.
+Every reaction's command passes the torque-rate limit like any other (safety.finish_command).
+"""
+import math
+
+from numba import njit
+
+from .flags import (S_COLLIDED, S_COLLISION_ACCEL_GAIN, S_COLLISION_JOINT, S_COLLISION_LEVEL, S_COLLISION_TIME,
+                    S_COLLISIONS, S_CONTACTS, S_T)
+
+REPORT, STOP, FLOAT, REFLEX = range(4)
+REACTIONS = ("report", "stop", "float", "reflex")
+NONE, CONTACT, COLLISION = range(3)
+
+
+@njit(cache=True, nogil=True)
+def detect(s, residual, lower, upper, a_r, mask, snapshot):
+    """The level (NONE, CONTACT, COLLISION) of the residual against the thresholds (module
+    docstring) on the controlled joints (mask 1), into s[S_COLLISION_LEVEL]. A rise to CONTACT
+    counts in s[S_CONTACTS]; a rise to COLLISION counts in s[S_COLLISIONS], isolates the joint into
+    s[S_COLLISION_JOINT], its time into s[S_COLLISION_TIME] and the residual into snapshot, and
+    returns True."""
+    gain = s[S_COLLISION_ACCEL_GAIN]
+    level = NONE
+    joint = -1
+    for k in range(residual.shape[0]):
+        if mask[k] == 0.0:
+            continue
+        margin = gain * abs(a_r[k])
+        size = abs(residual[k])
+        if size > lower[k] + margin:
+            joint = k
+            if level == NONE:
+                level = CONTACT
+            if size > upper[k] + margin:
+                level = COLLISION
+    previous = s[S_COLLISION_LEVEL]
+    s[S_COLLISION_LEVEL] = level
+    if level != NONE and previous == NONE:
+        s[S_CONTACTS] += 1.0
+    if level != COLLISION or previous == COLLISION:
+        return False
+    s[S_COLLISIONS] += 1.0
+    s[S_COLLISION_JOINT] = joint
+    s[S_COLLISION_TIME] = s[S_T]
+    snapshot[:] = residual
+    return True
+
+
+@njit(cache=True, nogil=True)
+def start_reaction(s, q, residual, mask, q_c, direction):
+    """Latch the collision (s[S_COLLIDED]): q_c = q, the retreat direction r / |r| over the controlled
+    joints."""
+    s[S_COLLIDED] = 1.0
+    norm = 0.0
+    for k in range(q.shape[0]):
+        norm += (residual[k] * mask[k]) ** 2
+    norm = math.sqrt(norm)
+    for k in range(q.shape[0]):
+        q_c[k] = q[k]
+        direction[k] = residual[k] * mask[k] / norm if norm > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def reaction_reference(elapsed, duration, distance, q_c, direction, q_r, v_r, a_r):
+    """The joint reference of STOP (distance 0) and REFLEX `elapsed` seconds after the collision:
+    q_c + distance h(x) direction, x = elapsed / duration, h the quintic 10 x^3 - 15 x^4 + 6 x^5
+    (at rest at both ends), then q_c + distance direction at rest."""
+    x = min(max(elapsed / duration, 0.0), 1.0) if duration > 0.0 else 1.0
+    x2 = x * x
+    h = x2 * x * (10.0 - 15.0 * x + 6.0 * x2)
+    dh = 30.0 * x2 * (1.0 - x) * (1.0 - x)
+    ddh = 60.0 * x * (1.0 - x) * (1.0 - 2.0 * x)
+    speed = distance / duration if duration > 0.0 else 0.0
+    rate = speed / duration if duration > 0.0 else 0.0
+    for k in range(q_c.shape[0]):
+        q_r[k] = q_c[k] + distance * direction[k] * h
+        v_r[k] = speed * direction[k] * dh
+        a_r[k] = rate * direction[k] * ddh
