@@ -353,9 +353,10 @@ def controller_tick(f, fo, ints, io):
     a_r = field1(f, fo, A_R, nv)
     if s[S_ANCHOR] != 0.0:
         s[S_POSE_OK] = 0.0      # the Cartesian equilibrium restarts at the frame's pose too
-    # (a large joint tracking error re-anchors in joint mode only: the Cartesian law has its own error)
-    tracked_reference(s, tracking and s[S_MODE] == JOINT_MODE, mask, controlled, q, v, q_d, v_d, a_d,
-                      field1(f, fo, OFFSET_Q, nv), field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
+    # (a large joint tracking error re-anchors in joint mode only, and not while a collision reaction
+    # holds the arm: the Cartesian law and the reaction have references of their own)
+    tracked_reference(s, tracking and s[S_MODE] == JOINT_MODE and s[S_COLLIDED] == 0.0, mask, controlled, q, v,
+                      q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv), field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
 
     # g(q): the hold torque, the observer and, with the robot compensating gravity, the command
     rnea(parents, screw_axes, home_R, home_p, phi, q, zero, zero, base_accel, f_ext_zero, R, p, V, Vdot,

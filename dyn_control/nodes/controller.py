@@ -21,22 +21,25 @@ import sys
 import time
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import WrenchStamped
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..control import fourier
 from ..control import tick as T
 from ..control.adaptation import InertialAdaptation
 from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
+from ..control.collision import REACTIONS
 from ..control.computed_torque import SAFE_MODES
 from ..control import trajectory as trajectories
 from ..control.fourier import fourier_reference
-from ..dynamics import gravity
+from ..dynamics import frame_pose, gravity
+from ..task_space import quaternion_to_rotation
 from ..model import JOINT_PARAMETER_NAMES, PRISMATIC
 from . import follow_joint_trajectory, params, preload, qos, trajectory_input
 from .closed_chain import PARAMETER_PREFIX, node_mapping
@@ -50,6 +53,7 @@ from .timing import RealtimeLoop, default_cpu
 from .wire import RawMessage, markers
 
 REFERENCE_TYPES = ("hold", "sine", "fourier")
+CONTROL_MODES = ("joint", "cartesian_impedance")
 GRAVITY_MODES = ("controller", "robot")
 FINAL_MODES = ("silent", "zero", "hold")
 STOP_SPEED = 0.02    # [rad/s] below it on every controlled joint, the arm rests (braking stops)
@@ -150,6 +154,42 @@ PARAMETERS = (
     Param("realtime.spin_us", 200.0, "number", "activate",
           "the loop thread spins (instead of sleeping) this long before each deadline [us]", 0.0, 100000.0),
     Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
+    Param("control.mode", "joint", "string", "activate",
+          "the control law: joint (computed torque on the joint reference) | cartesian_impedance (trees only)"),
+    Param("control.frame", "", "string", "configure",
+          "cartesian_impedance: the controlled frame, a link or joint of the model (empty: estimator.frame's)"),
+    Param("cartesian.stiffness.translational", [500.0], "numbers", "live",
+          "K_p [N/m], one number or x, y, z in the root frame", 0.0, 1e6),
+    Param("cartesian.stiffness.rotational", [30.0], "numbers", "live",
+          "K_R [N m/rad], one number or about x, y, z", 0.0, 1e5),
+    Param("cartesian.damping_ratio", 1.0, "number", "live",
+          "zeta: D_i = 2 zeta sqrt(Lambda_ii K_i) on each task axis", 0.0, 10.0),
+    Param("cartesian.nullspace.stiffness", [10.0], "numbers", "live",
+          "K_n [N m/rad] of the posture in the nullspace, one or one per joint", 0.0, 1e5),
+    Param("cartesian.nullspace.damping", [], "numbers", "live",
+          "D_n [N m s/rad], one or one per joint (empty: 2 sqrt(K_n))", 0.0, 1e5),
+    Param("cartesian.nullspace.posture", [], "numbers", "activate",
+          "the posture q_n [rad], one per joint (empty: the posture at activation)"),
+    Param("cartesian.target_time_constant", 0.1, "number", "live",
+          "the equilibrium follows ~/target_pose through a first-order filter of this time constant [s]",
+          1e-4, 100.0),
+    Param("cartesian.singularity_damping", 0.01, "number", "live",
+          "d in Lambda = (J M^-1 J^T + d^2 I)^-1: bounds Lambda near singularities (0: exact)", 0.0, 10.0),
+    Param("collision.enabled", False, "bool", "live",
+          "collision detection on the momentum observer's residual (needs fresh joint states; all modes)"),
+    Param("collision.lower_threshold", [10.0], "numbers", "live",
+          "residual [N m] above which a joint is in contact, one or one per joint", 0.0, 1e5),
+    Param("collision.upper_threshold", [20.0], "numbers", "live",
+          "residual [N m] above which a joint has collided, one or one per joint", 0.0, 1e5),
+    Param("collision.acceleration_gain", 0.0, "number", "live",
+          "both thresholds grow by this [N m s^2/rad] times the joint's |reference acceleration|", 0.0, 1e4),
+    Param("collision.reaction", "stop", "string", "live",
+          "on a collision, until ~/reset_collision: report (only) | stop (hold the position) | float (gravity "
+          "and damping) | reflex (retreat along the residual, then hold)"),
+    Param("collision.float_damping", [2.0], "numbers", "live",
+          "float: the damping [N m s/rad], one or one per joint", 0.0, 1e4),
+    Param("collision.reflex.distance", 0.05, "number", "live", "reflex: the retreat [rad]", 0.0, 1.0),
+    Param("collision.reflex.duration", 0.3, "number", "live", "reflex: its duration [s]", 0.01, 10.0),
 ) + (joint_term_parameters("model.", "the controller model's") + payload_parameters("model.payload.", "the controller's")
      + trajectory_input.PARAMETERS + follow_joint_trajectory.PARAMETERS)
 
@@ -168,7 +208,8 @@ def check_values(values, njoints=None):
         if values[name] not in options:
             raise ValueError(f"parameter {name}: must be one of {', '.join(options)}, got {values[name]!r}")
 
-    for name in ("gains.kp", "gains.kd", "braking_gain", "torque_rate_limit"):
+    for name in ("gains.kp", "gains.kd", "braking_gain", "torque_rate_limit", "collision.lower_threshold",
+                 "collision.upper_threshold"):
         if name in values:
             non_negative(name)
             if not values[name]:
@@ -185,6 +226,8 @@ def check_values(values, njoints=None):
         "safe_mode_final": lambda n: choice(n, FINAL_MODES),
         "reference.type": lambda n: choice(n, REFERENCE_TYPES),
         "gravity_compensation": lambda n: choice(n, GRAVITY_MODES),
+        "control.mode": lambda n: choice(n, CONTROL_MODES),
+        "collision.reaction": lambda n: choice(n, REACTIONS),
     }
     for name, check in checks.items():
         if name in values:
@@ -192,7 +235,9 @@ def check_values(values, njoints=None):
     params.check_ranges(PARAMETERS, values)
     if njoints is not None:
         for name in ("gains.kp", "gains.kd", "braking_gain", "torque_rate_limit", "reference.amplitude",
-                     "reference.position"):
+                     "reference.position", "cartesian.nullspace.stiffness", "cartesian.nullspace.damping",
+                     "cartesian.nullspace.posture", "collision.lower_threshold", "collision.upper_threshold",
+                     "collision.float_damping"):
             if name in values:
                 per_joint(name, values[name], njoints, default=0.0)
 
@@ -298,6 +343,13 @@ class ControllerNode(LoopNode):
             c.tick_kernel = T.ControllerTick(model, controlled, frame, values["gradient.window"])
         else:
             c.tick_kernel = ClosedChainTick(model, mapping, controlled, frame, values["gradient.window"])
+        if mapping is None:
+            c.control_frame = values["control.frame"] or frame
+            c.tick_kernel.set_control_frame(model, c.control_frame)     # ValueError naming an unknown frame
+            c.reach = _reach(model, c.control_frame)
+            c.pose_data = model.create_data()
+        elif values["control.frame"]:
+            raise ValueError("parameter control.frame: no Cartesian impedance with a closed-chain mapping")
         f = c.tick_kernel.f
         c.s = f.s
         c.s[T.S_GRAVITY_BY_ROBOT] = values["gravity_compensation"] == "robot"
@@ -328,6 +380,14 @@ class ControllerNode(LoopNode):
                                                 ring_capacity=qos.RING_CAPACITY)
         c.reference_sub = self.create_subscription(JointTrajectoryPoint, "~/reference", self._on_reference,
                                                    qos.STATE)
+        c.target_pose_sub = self.create_subscription(PoseStamped, "~/target_pose", self._on_target_pose, qos.STATE)
+        c.target_wrench_sub = self.create_subscription(WrenchStamped, "~/target_wrench", self._on_target_wrench,
+                                                       qos.STATE)
+        c.pose_error_pub = self.create_lifecycle_publisher(TwistStamped, "~/pose_error", qos.STATE)
+        c.collision_pub = self.create_lifecycle_publisher(DiagnosticArray, "~/collision", qos.STATE)
+        c.reset_collision_srv = self.create_service(Trigger, "~/reset_collision", self._on_reset_collision)
+        c.pose_error_msg = TwistStamped()
+        c.pose_error_msg.header.frame_id = model.root_name
         c.trajectory_decoder = trajectory_input.TrajectoryDecoder(values["trajectory.max_points"], c.controlled_names)
         c.trajectory_sub = trajectory_input.TrajectorySubscription(self, "~/joint_trajectory", c.trajectory_decoder,
                                                                    self._on_trajectory)
@@ -412,7 +472,7 @@ class ControllerNode(LoopNode):
         if c is None:
             return
         for name in ("command_pub", "desired_pub", "external_pub", "wrench_pub", "gradient_pub", "twist_pub",
-                     "estimate_pub", "joint_gradient_pub"):
+                     "estimate_pub", "joint_gradient_pub", "pose_error_pub", "collision_pub"):
             if hasattr(c, name):
                 self.destroy_lifecycle_publisher(getattr(c, name))
         for name in ("labels_pub", "twist_labels_pub", "joint_labels_pub"):
@@ -420,8 +480,11 @@ class ControllerNode(LoopNode):
                 self.destroy_publisher(getattr(c, name))
         if hasattr(c, "joint_states"):
             c.joint_states.destroy(self)
-        if hasattr(c, "reference_sub"):
-            self.destroy_subscription(c.reference_sub)
+        for name in ("reference_sub", "target_pose_sub", "target_wrench_sub"):
+            if hasattr(c, name):
+                self.destroy_subscription(getattr(c, name))
+        if hasattr(c, "reset_collision_srv"):
+            self.destroy_service(c.reset_collision_srv)
         if hasattr(c, "trajectory_sub"):
             c.trajectory_sub.destroy(self)
         if getattr(c, "action", None) is not None:
@@ -450,6 +513,40 @@ class ControllerNode(LoopNode):
         c.s[T.S_ERROR_LIMIT] = values["reengage.error_limit"]
         c.s[T.S_BLEND_SPEED] = values["reengage.max_velocity"]
         c.s[T.S_COMPENSATION] = c.compensation
+        self._apply_task_space(values, period)
+
+    def _apply_task_space(self, values, period):
+        """The Cartesian impedance's gains and the collision detection's settings (trees only)."""
+        c = self._configured
+        s, f, n = c.s, c.tick_kernel.f, len(c.controlled)
+        if c.mapping is not None:
+            if values["collision.enabled"]:
+                raise ValueError("parameter collision.enabled: not available with a closed-chain mapping")
+            return
+        for name, half in (("cartesian.stiffness.rotational", f.stiffness[:3]),
+                           ("cartesian.stiffness.translational", f.stiffness[3:])):
+            if len(values[name]) not in (1, 3):
+                raise ValueError(f"parameter {name}: one number or three (x, y, z), got {values[name]!r}")
+            half[:] = values[name]
+        stiffness = per_joint("cartesian.nullspace.stiffness", values["cartesian.nullspace.stiffness"], n)
+        f.nullspace_stiffness[c.controlled] = stiffness
+        f.nullspace_damping[c.controlled] = per_joint("cartesian.nullspace.damping",
+                                                      values["cartesian.nullspace.damping"], n, 2.0 * np.sqrt(stiffness))
+        s[T.S_DAMPING_RATIO] = values["cartesian.damping_ratio"]
+        s[T.S_TARGET_ALPHA] = 1.0 - math.exp(-period / values["cartesian.target_time_constant"])
+        s[T.S_SINGULAR_DAMPING] = values["cartesian.singularity_damping"]
+        lower = per_joint("collision.lower_threshold", values["collision.lower_threshold"], n)
+        upper = per_joint("collision.upper_threshold", values["collision.upper_threshold"], n)
+        if np.any(upper < lower):
+            raise ValueError("parameters collision.*_threshold: the upper threshold must not be below the lower one")
+        f.lower_threshold[:] = f.upper_threshold[:] = np.inf      # joints not controlled: never
+        f.lower_threshold[c.controlled], f.upper_threshold[c.controlled] = lower, upper
+        f.float_damping[c.controlled] = per_joint("collision.float_damping", values["collision.float_damping"], n)
+        s[T.S_COLLISION_ON] = values["collision.enabled"]
+        s[T.S_REACTION] = REACTIONS.index(values["collision.reaction"])
+        s[T.S_COLLISION_ACCEL_GAIN] = values["collision.acceleration_gain"]
+        s[T.S_REFLEX_DISTANCE] = values["collision.reflex.distance"]
+        s[T.S_REFLEX_DURATION] = values["collision.reflex.duration"]
 
     def _on_set_parameters(self, changes):
         reason = params.refusal(PARAMETERS, changes, self.state)
@@ -471,6 +568,7 @@ class ControllerNode(LoopNode):
     def _on_reference(self, msg):
         c = self._configured
         try:
+            self._refuse_while_collided()
             c.reference_point = reference_from_point(msg, len(c.controlled))
             c.trajectory = None
         except ValueError as error:
@@ -485,6 +583,94 @@ class ControllerNode(LoopNode):
         except ValueError as error:
             self.refused("~/joint_trajectory", error)
 
+    def _refuse_while_collided(self):
+        if self._configured.s[T.S_COLLIDED]:
+            raise ValueError("collided: the reaction holds until ~/reset_collision is called")
+
+    def _on_target_pose(self, msg):
+        """~/target_pose: the Cartesian impedance's target from the next tick on, in the root frame or
+        any frame of the model (at the current joint state); refused (logged, counted) when it is not
+        finite, not a rotation, outside the frame's reach, or while collided."""
+        c = self._configured
+        try:
+            if c.mapping is not None:
+                raise ValueError("no Cartesian impedance with a closed-chain mapping")
+            self._refuse_while_collided()
+            o, x = msg.pose.orientation, msg.pose.position
+            quaternion, p = np.array([o.x, o.y, o.z, o.w]), np.array([x.x, x.y, x.z])
+            if not (np.isfinite(quaternion).all() and np.isfinite(p).all()):
+                raise ValueError("non-finite pose")
+            if not 0.5 < np.linalg.norm(quaternion) < 2.0:
+                raise ValueError(f"orientation is not a unit quaternion (norm {np.linalg.norm(quaternion):.3g})")
+            R = quaternion_to_rotation(quaternion)
+            frame = msg.header.frame_id
+            if frame and frame != c.model.root_name:
+                if c.reader.stamp is None:
+                    raise ValueError(f"frame {frame!r}: no joint state yet to place it")
+                pose = frame_pose(c.model, c.pose_data, c.q.copy(), frame)   # ValueError naming an unknown frame
+                R, p = pose[:3, :3] @ R, pose[:3, :3] @ p + pose[:3, 3]
+            distance = np.linalg.norm(p)
+            if distance > c.reach:
+                raise ValueError(f"outside the workspace: {distance:.3f} m from the root, the reach of "
+                                 f"{c.control_frame!r} is {c.reach:.3f} m")
+            c.pending_target = (R, p)
+        except ValueError as error:
+            c.rejected_targets += 1
+            c.last_rejection = f"~/target_pose: {error}"
+            self.get_logger().warning(f"~/target_pose refused: {error}", throttle_duration_sec=1.0)
+
+    def _on_target_wrench(self, msg):
+        """~/target_wrench: the feedforward wrench [n; f] the frame exerts, root-frame axes."""
+        c = self._configured
+        w = msg.wrench
+        wrench = np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
+        frame = msg.header.frame_id
+        if not np.isfinite(wrench).all() or (frame and frame != c.model.root_name) or c.mapping is not None:
+            c.rejected_targets += 1
+            c.last_rejection = (f"~/target_wrench: a finite wrench in the root frame {c.model.root_name!r} "
+                                f"expected, got frame {frame!r}")
+            self.get_logger().warning(c.last_rejection, throttle_duration_sec=1.0)
+            return
+        c.pending_wrench = wrench
+
+    def _on_reset_collision(self, request, response):
+        """~/reset_collision: leave the collision reaction; the reference re-anchors at the measured state."""
+        c = self._configured
+        response.success = c is not None and bool(c.s[T.S_COLLIDED])
+        if response.success:
+            c.reset_collision_pending = True
+            response.message = "collision reset: resuming from the measured state"
+        else:
+            response.message = "no collision to reset"
+        return response
+
+    def _publish_collision_event(self):
+        """~/collision: the residual's new level (contact or collision), the joint and link it is
+        isolated to, and the residual."""
+        c = self._configured
+        s = c.s
+        collided = s[T.S_COLLISIONS] != c.seen_collisions
+        c.seen_contacts, c.seen_collisions = s[T.S_CONTACTS], s[T.S_COLLISIONS]
+        joint = int(s[T.S_COLLISION_JOINT])
+        residual = c.tick_kernel.f.collision_residual if collided else c.tau_ext
+        if collided:
+            c.last_collision = (f"{c.names[joint]} (link {c.model.body_names[joint]}) at t = "
+                                f"{s[T.S_COLLISION_TIME]:.3f} s, residual {np.abs(residual).max():.1f} N m")
+            self.get_logger().error(f"collision on {c.last_collision}; reaction: "
+                                    f"{REACTIONS[int(s[T.S_REACTION])]}")
+        status = DiagnosticStatus(name=f"{self.get_name()}: collision", hardware_id=c.model.name,
+                                  level=DiagnosticStatus.ERROR if collided else DiagnosticStatus.WARN,
+                                  message=("collision on " + c.last_collision) if collided else "contact")
+        values = [("level", "collision" if collided else "contact")]
+        if collided:
+            values += [("joint", c.names[joint]), ("link", c.model.body_names[joint]),
+                       ("t", f"{s[T.S_COLLISION_TIME]:.4f}")]
+        values += [(f"residual {name}", f"{r:.4f}") for name, r in zip(c.names, residual)]
+        status.values = [KeyValue(key=k, value=v) for k, v in values]
+        event = DiagnosticArray(status=[status])
+        event.header.stamp.sec, event.header.stamp.nanosec = divmod(int(c.reader.stamp), 1_000_000_000)
+        c.collision_pub.publish(event)
+
     # ---------------------------------------------------------------- trajectories (topic and action)
     def set_trajectory(self, points):
         """The one way a trajectory becomes the reference, for ~/joint_trajectory and the
@@ -495,6 +681,7 @@ class ControllerNode(LoopNode):
         c = self._configured
         if self.state != "active" or c.reader.stamp is None:
             raise ValueError("the controller is not active with joint states yet")
+        self._refuse_while_collided()
         indices = c.controlled[trajectories.check_names(points.names, c.controlled_names)]
         trajectories.check_values(points)
         now = (c.reader.stamp - c.start_stamp) * 1e-9     # a zero stamp is now, a stamp in the past too
@@ -568,6 +755,17 @@ class ControllerNode(LoopNode):
         c.error_sq = 0.0
         c.error_count = 0
         s = c.s
+        cartesian = values["control.mode"] == "cartesian_impedance"
+        if cartesian and c.mapping is not None:
+            raise ValueError("parameter control.mode: cartesian_impedance is not available with a closed-chain mapping")
+        s[T.S_MODE] = T.CARTESIAN_MODE if cartesian else T.JOINT_MODE
+        s[T.S_TARGET_SET] = 0.0
+        c.posture = values["cartesian.nullspace.posture"]
+        c.pending_target = c.pending_wrench = None
+        c.reset_collision_pending = False
+        if c.mapping is None:
+            c.tick_kernel.f.target_wrench[:] = 0.0
+        c.seen_contacts, c.seen_collisions = s[T.S_CONTACTS], s[T.S_COLLISIONS]
         s[T.S_OMEGA] = c.omega
         s[T.S_POINT] = 0.0
         s[T.S_ESTIMATE] = 1.0
@@ -608,6 +806,8 @@ class ControllerNode(LoopNode):
             fourier_reference(t, q0, a, b, omega, q, v, acc)
             c.q_d[joints], c.v_d[joints], c.a_d[joints] = q, v, acc
             s[T.S_POINT] = 1.0
+        if c.pending_target is not None or c.pending_wrench is not None or c.reset_collision_pending:
+            self._apply_task_inputs()
         s[T.S_T] = t
         s[T.S_WANT_WRENCH] = publish_phase == c.publish_period // 2
         s[T.S_WANT_GRADIENT] = gradient_phase == 1 % period and s[T.S_COUNT] > 0
@@ -619,6 +819,8 @@ class ControllerNode(LoopNode):
         c.command_out.publish()
         c.commanded = True
         c.tick += 1
+        if s[T.S_CONTACTS] != c.seen_contacts or s[T.S_COLLISIONS] != c.seen_collisions:
+            self._publish_collision_event()
         # the every-N-ticks messages, each on a tick of its own
         if publish_phase == 0:
             self._publish_desired()
@@ -629,6 +831,23 @@ class ControllerNode(LoopNode):
         if s[T.S_WANT_TWIST]:
             c.twist_raw.views["data"][:] = c.tick_kernel.f.twist_gradient
             c.twist_out.publish()
+
+    def _apply_task_inputs(self):
+        """The inputs the callbacks left for the loop: a Cartesian target, a target wrench, a collision reset."""
+        c = self._configured
+        f, s = c.tick_kernel.f, c.s
+        if c.pending_target is not None:
+            (f.target_R[:], f.target_p[:]), c.pending_target = c.pending_target, None
+            s[T.S_TARGET_SET] = 1.0
+        if c.pending_wrench is not None:
+            f.target_wrench[:], c.pending_wrench = c.pending_wrench, None
+        if c.reset_collision_pending:
+            c.reset_collision_pending = False
+            s[T.S_COLLIDED] = s[T.S_COLLISION_LEVEL] = 0.0
+            s[T.S_ANCHOR] = 1.0
+            c.reference_point = c.trajectory = None      # the reference the collision interrupted is not resumed
+            c.applied_point = None
+            self.get_logger().info("collision reset: resuming from the measured state")
 
     def _watchdog(self, now):
         """Safe mode from the age of the newest valid joint state: stale for watchdog_timeout -> hold
@@ -701,6 +920,11 @@ class ControllerNode(LoopNode):
                 c.q_d[:], c.v_d[:], c.a_d[:] = reader.q, 0.0, 0.0
             if c.reference_position:
                 c.centre[c.controlled] = per_joint("reference.position", c.reference_position, len(c.controlled))
+            if c.mapping is None:      # the Cartesian impedance's posture: the one at activation by default
+                posture = c.tick_kernel.f.posture
+                posture[:] = reader.q
+                if c.posture:
+                    posture[c.controlled] = per_joint("cartesian.nullspace.posture", c.posture, len(c.controlled))
             reset, dt = True, 0.0
         else:
             dt = (reader.stamp - c.previous_stamp) * 1e-9
@@ -745,6 +969,13 @@ class ControllerNode(LoopNode):
         m.views["velocity"][:] = f.v_r[c.controlled]
         m.views["effort"][:] = c.tau[c.controlled]
         c.desired_out.publish()
+        if c.s[T.S_MODE] == T.CARTESIAN_MODE and c.s[T.S_POSE_OK]:
+            m = c.pose_error_msg
+            m.header.stamp.sec, m.header.stamp.nanosec = divmod(int(c.reader.stamp), 1_000_000_000)
+            e = f.pose_error
+            m.twist.angular.x, m.twist.angular.y, m.twist.angular.z = e[:3]
+            m.twist.linear.x, m.twist.linear.y, m.twist.linear.z = e[3:]
+            c.pose_error_pub.publish(m)
 
     def _publish_estimates(self):
         """~/external_torque and ~/wrench_estimate (computed by this tick's kernel call)."""
@@ -852,6 +1083,12 @@ class ControllerNode(LoopNode):
             values["loop-closure failures"] = int(c.s[S_CLOSURE_FAILURES])
         if c.adaptation is not None:
             values["adaptation steps"] = c.adaptation.steps
+        if c.mapping is None:
+            values["rejected targets"] = c.rejected_targets
+            values["contacts"] = int(c.s[T.S_CONTACTS])
+            values["collisions"] = int(c.s[T.S_COLLISIONS])
+            values["collided"] = bool(c.s[T.S_COLLIDED])
+            values["last collision"] = c.last_collision
         return values
 
     def _publish_diagnostics(self):
@@ -892,6 +1129,8 @@ class ControllerNode(LoopNode):
                                                           f"{c.safe_mode_final}")
             elif c.safe:
                 level, message = DiagnosticStatus.ERROR, f"safe mode ({c.safe_mode}): joint states stale"
+            elif c.s[T.S_COLLIDED]:
+                level, message = DiagnosticStatus.ERROR, f"collided ({c.last_collision}): ~/reset_collision resumes"
             elif c.reader.stamp is None:
                 level, message = DiagnosticStatus.WARN, "waiting for /joint_states"
             else:
@@ -903,6 +1142,8 @@ class _Configured:
     """Everything a configured controller owns (a fresh one per configure)."""
     rejected_references = 0
     rejected_trajectories = 0
+    rejected_targets = 0
+    last_collision = ""
     trajectory = None
     last_rejection = ""
     watchdog_trips = 0
@@ -912,6 +1153,20 @@ class _Configured:
     new_sample = False
     adaptation = None
     commanded = False       # a command was published since configure
+
+
+def _reach(model, frame):
+    """An upper bound of the distance from the root's origin to `frame`'s: the lengths of the links
+    supporting it (the home offsets), the frame's own offset, and the travel of prismatic joints."""
+    f_id = model.frame_id(frame)
+    reach = float(np.linalg.norm(model.frame_p[f_id]))
+    body = model.frame_body[f_id]
+    while body >= 0:
+        reach += float(np.linalg.norm(model.home_p[body]))
+        if model.joint_types[body] == PRISMATIC:
+            reach += max(abs(model.lower[body]), abs(model.upper[body]))
+        body = model.parents[body]
+    return reach
 
 
 def _closed_chain_default_frame(model, mapping):
