@@ -9,6 +9,7 @@ import pytest
 import dyn_control as dc
 from dyn_control.control import tick as T
 from dyn_control.control.collision import FLOAT, REFLEX, REPORT, STOP
+from dyn_control.control.trajectory import Trajectory
 from dyn_control.simulation import MujocoSimulator
 from oracles import pin_q, swap_halves
 
@@ -214,13 +215,33 @@ def collision_tick(model, reaction):
     return tick
 
 
-def test_the_demo_sine_at_full_speed_gives_no_false_detection_over_60_s(model):
+@pytest.mark.parametrize("motion", ["sine", "trajectory"])
+def test_the_demo_motions_at_full_speed_give_no_false_detection_over_60_s(model, motion):
+    """The demo's sine (0.3 rad at 0.5 Hz on every joint, up to 0.94 rad/s), and a trajectory of
+    rest-to-rest quintics between postures 0.6 rad apart every second (up to 1.1 rad/s), as the
+    trajectory input samples it."""
     tick = collision_tick(model, STOP)
+    f, s = tick.f, tick.s
     sim = MujocoSimulator(model, URDF, DT, Q0)
     largest = []
-    run(tick, sim, 60.0, every=lambda t: largest.append(np.abs(tick.f.tau_ext).max()))
-    print("largest residual [N m]", max(largest[100:]))
-    assert tick.s[T.S_CONTACTS] == 0 and tick.s[T.S_COLLISIONS] == 0 and tick.s[T.S_COLLIDED] == 0
+    if motion == "trajectory":
+        times = np.arange(1.0, 61.0)
+        positions = Q0 + AMPLITUDE * np.where(np.arange(60) % 2 == 0, 1.0, -1.0)[:, None] * np.ones(model.nv)
+        zero = np.zeros_like(positions)
+        trajectory = Trajectory.through(0.0, (Q0, np.zeros(model.nv), np.zeros(model.nv)), np.arange(model.nv),
+                                        times, positions, zero, zero)
+        s[T.S_POINT] = 1.0
+
+    def watch(t):
+        largest.append(np.abs(f.tau_ext).max())
+        if motion == "trajectory":
+            trajectory.sample(t + DT, f.q_d, f.v_d, f.a_d)     # the next tick's reference
+
+    if motion == "trajectory":
+        trajectory.sample(0.0, f.q_d, f.v_d, f.a_d)
+    run(tick, sim, 60.0, every=watch)
+    print(motion, "largest residual [N m]", max(largest[100:]))
+    assert s[T.S_CONTACTS] == 0 and s[T.S_COLLISIONS] == 0 and s[T.S_COLLIDED] == 0
 
 
 @pytest.mark.parametrize("reaction", [REPORT, STOP, FLOAT, REFLEX], ids=["report", "stop", "float", "reflex"])
