@@ -6,6 +6,10 @@ per-joint thresholds that grow with the reference acceleration, where the model'
 (an inertia error of dM gives a residual of dM a):
     threshold_i = base_i + acceleration_gain * |a_r,i|    [N m; a_r in rad/s^2]
 A joint above its lower threshold is in **contact**; above its upper threshold, a **collision**.
+Detection starts SETTLING observer time constants (1 / K_O of its slowest joint) after each
+restart of the observer (arm_after_restart): its residual starts from zero and needs them to reflect
+the torques of the moment (at start-up the robot may still be held by its brakes, an external torque
+for as long as the joint states show no command yet).
 Isolation: the collided link is the child link of the last joint along the chain (the highest
 joint index, bodies being in depth-first order) whose residual is above its lower threshold: an
 impact on link k loads joints 1..k, and the joints beyond it see only noise.
@@ -23,11 +27,23 @@ import math
 from numba import njit
 
 from .flags import (S_COLLIDED, S_COLLISION_ACCEL_GAIN, S_COLLISION_JOINT, S_COLLISION_LEVEL, S_COLLISION_TIME,
-                    S_COLLISIONS, S_CONTACTS, S_T)
+                    S_COLLISIONS, S_CONTACTS, S_DETECT_FROM, S_T)
 
 REPORT, STOP, FLOAT, REFLEX = range(4)
 REACTIONS = ("report", "stop", "float", "reflex")
 NONE, CONTACT, COLLISION = range(3)
+SETTLING = 5.0      # observer time constants after a restart before detection (the residual within e^-5)
+
+
+@njit(cache=True, nogil=True)
+def arm_after_restart(s, observer_gain):
+    """The observer restarted now: detection starts SETTLING time constants of its slowest joint later
+    (never with a gain of zero: the residual stays zero)."""
+    slowest = observer_gain[0]
+    for k in range(observer_gain.shape[0]):
+        slowest = min(slowest, observer_gain[k])
+    s[S_DETECT_FROM] = s[S_T] + SETTLING / slowest if slowest > 0.0 else math.inf   # no observer: no residual
+    s[S_COLLISION_LEVEL] = NONE
 
 
 @njit(cache=True, nogil=True)
@@ -36,7 +52,9 @@ def detect(s, residual, lower, upper, a_r, mask, snapshot):
     docstring) on the controlled joints (mask 1), into s[S_COLLISION_LEVEL]. A rise to CONTACT
     counts in s[S_CONTACTS]; a rise to COLLISION counts in s[S_COLLISIONS], isolates the joint into
     s[S_COLLISION_JOINT], its time into s[S_COLLISION_TIME] and the residual into snapshot, and
-    returns True."""
+    returns True. Nothing before s[S_DETECT_FROM]."""
+    if s[S_T] < s[S_DETECT_FROM]:
+        return False
     gain = s[S_COLLISION_ACCEL_GAIN]
     level = NONE
     joint = -1

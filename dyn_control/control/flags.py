@@ -14,7 +14,7 @@ __all__ = [
     "S_MODE", "S_TARGET_ALPHA", "S_TARGET_SET", "S_DAMPING_RATIO", "S_SINGULAR_DAMPING", "S_COLLISION_ON",
     "S_REACTION", "S_COLLISION_ACCEL_GAIN", "S_REFLEX_DISTANCE", "S_REFLEX_DURATION",
     "S_POSE_OK", "S_COLLISION_LEVEL", "S_COLLIDED", "S_COLLISION_JOINT", "S_COLLISION_TIME", "S_CONTACTS",
-    "S_COLLISIONS",
+    "S_COLLISIONS", "S_DETECT_FROM",
     "NS", "JOINT_MODE", "CARTESIAN_MODE",
 ]
 
@@ -47,9 +47,10 @@ __all__ = [
     S_REACTION, S_COLLISION_ACCEL_GAIN, S_REFLEX_DISTANCE, S_REFLEX_DURATION,
     # ... their state and outputs: the impedance torque was computed; the residual's level
     # (collision.NONE, CONTACT, COLLISION); a collision is latched (reacting until reset); the joint
-    # it was isolated to and its time; contacts and collisions counted
+    # it was isolated to and its time; contacts and collisions counted; the time detection starts
+    # (after the observer's restart has settled)
     S_POSE_OK, S_COLLISION_LEVEL, S_COLLIDED, S_COLLISION_JOINT, S_COLLISION_TIME, S_CONTACTS,
-    S_COLLISIONS,
-    NS) = range(56)
+    S_COLLISIONS, S_DETECT_FROM,
+    NS) = range(57)
 
 JOINT_MODE, CARTESIAN_MODE = 0.0, 1.0     # values of s[S_MODE]

@@ -60,7 +60,7 @@ from ..kernels.task_space import frame_world_pose, operational_space_inertia, po
 from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
 from .cartesian_impedance import filter_equilibrium, impedance_torque
-from .collision import FLOAT, REFLEX, REPORT, STOP, detect, reaction_reference, start_reaction
+from .collision import FLOAT, REFLEX, REPORT, STOP, arm_after_restart, detect, reaction_reference, start_reaction
 from .computed_torque import braking_acceleration, tracking_acceleration
 from .flags import *  # noqa: F403  (the flags S_*, NS: tick.S_* for the tick's callers)
 from .momentum_observer import damped_least_squares, observer_step
@@ -234,12 +234,14 @@ class ControllerTick(TickBuffers):
         self.tick()
         s[S_RESET], s[S_NEW_SAMPLE], s[S_COLLISION_ON] = 0.0, 1.0, 1.0
         f.lower_threshold[:] = f.upper_threshold[:] = -1.0      # any residual is a collision
+        s[S_DETECT_FROM] = -np.inf
         for reaction in (STOP, FLOAT, REFLEX):
             s[S_REACTION] = reaction
             s[S_COLLIDED] = s[S_COLLISION_LEVEL] = 0.0
             self.tick()
         for flag in (S_ESTIMATE, S_MODE, S_COLLISION_ON, S_REACTION, S_COLLIDED, S_COLLISION_LEVEL, S_CONTACTS,
-                     S_COLLISIONS, S_COLLISION_JOINT, S_COLLISION_TIME, S_POSE_OK, S_DAMPING_RATIO, S_ANCHORS,
+                     S_COLLISIONS, S_COLLISION_JOINT, S_COLLISION_TIME, S_DETECT_FROM, S_POSE_OK, S_DAMPING_RATIO,
+                     S_ANCHORS,
                      S_RATE_LIMITED, S_NON_FINITE):
             s[flag] = 0.0
         for name, value in saved.items():
@@ -377,6 +379,7 @@ def controller_tick(f, fo, ints, io):
             if s[S_RESET] == 0.0:
                 s[S_ESTIMATOR_RESETS] += 1.0
             _reset_estimators(f, fo, ints, io)
+            arm_after_restart(s, field1(f, fo, OBSERVER_GAIN, nv))
 
     # collision detection on the observer's residual, once per new sample while tracking (collision.py)
     if s[S_COLLISION_ON] != 0.0 and tracking and s[S_NEW_SAMPLE] != 0.0 and s[S_ESTIMATE] != 0.0:
