@@ -82,14 +82,14 @@ def pieces(tick):
         return call
 
     def window():
-        G.window_push(f.Y_ring, tau_ring, i.columns, slot, WINDOW, f.phi.reshape(npar), f.phi_window, f.in_sum,
+        G.window_push(f.Y_ring, tau_ring, i.columns, i.row_starts, slot, WINDOW, f.phi.reshape(npar), f.phi_window, f.in_sum,
                       f.sum_YYphi, f.sum_Yt)
-        G.window_pushed(f.Y_ring, tau_ring, i.columns, slot, WINDOW - 1, f.phi_window, f.in_sum, f.sum_YYphi,
+        G.window_pushed(f.Y_ring, tau_ring, i.columns, i.row_starts, slot, WINDOW - 1, f.phi_window, f.in_sum, f.sum_YYphi,
                         f.sum_Yt)
 
     def rebuild():
         f.phi_window[0] += 1.0
-        G.window_gradient(f.Y_ring, i.columns, slot, WINDOW, f.phi.reshape(npar), f.phi_window, f.in_sum,
+        G.window_gradient(f.Y_ring, i.columns, i.row_starts, slot, WINDOW, f.phi.reshape(npar), f.phi_window, f.in_sum,
                           f.sum_YYphi, f.sum_Yt, f.gradient)
 
     def momentum():
@@ -109,8 +109,10 @@ def pieces(tick):
         "twist_derivatives": lambda: twist_derivatives(*par, f.phi, f.q, f.v, a, f.base_accel, f.f_ext_zero, f.R,
                                                        f.p, f.oR, f.op, f.ophi_c, f.vectors, f.eta_columns,
                                                        f.eta_pose, f.tmp6, f.dtau_deta),
+        "regressor packed into the ring (pack_rows)": lambda: G.pack_rows(f.Y, i.columns, i.row_starts,
+                                                                          f.Y_ring[slot]),
         "window in and out (window_push, window_pushed)": window,
-        "window_gradient": lambda: G.window_gradient(f.Y_ring, i.columns, slot, WINDOW, f.phi.reshape(npar),
+        "window_gradient": lambda: G.window_gradient(f.Y_ring, i.columns, i.row_starts, slot, WINDOW, f.phi.reshape(npar),
                                                      f.phi_window, f.in_sum, f.sum_YYphi, f.sum_Yt, f.gradient),
         "window_gradient after phi changed (rebuild)": rebuild,
     }

@@ -55,7 +55,7 @@ from .flags import (NS, S_BRAKE, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_E
                     S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT, S_OMEGA, S_POINT, S_RESET,
                     S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT, S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK)
 from .momentum_observer import damped_least_squares, observer_step
-from .parameter_gradient import filter_acceleration, window_gradient, window_push, window_pushed
+from .parameter_gradient import filter_acceleration, row_starts, window_gradient, window_push, window_pushed
 from .reference import controlled_mask, follow_measured, sine_reference
 from .safety import accumulate_tracking_error, finish_command, hold_torque, tracked_reference
 from .tick import TickBuffers
@@ -96,7 +96,8 @@ def int_fields(nb, na, nc, ncontrolled):
     return chain_int_fields(nb, na, nc) + [
         ("controlled", (ncontrolled,)),
         ("columns", (na, 2)),    # the reduced regressor's rows may be non-zero in every column
-        ("tick_dims", (3,))]     # window, estimator frame's body, number of controlled joints
+        ("tick_dims", (3,)),     # window, estimator frame's body, number of controlled joints
+        ("row_starts", (na + 1,))]   # parameter_gradient.row_starts: the window's packed rows are whole rows
 
 
 _F = field_indices(float_fields(1, 1, 1, 1, 1))
@@ -107,7 +108,7 @@ _I = field_indices(int_fields(1, 1, 1, 1))
  V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED, HOLD,
  TAU_EXT_A, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
-CONTROLLED, COLUMNS, TICK_DIMS = _I["controlled"], _I["columns"], _I["tick_dims"]
+CONTROLLED, COLUMNS, TICK_DIMS, ROW_STARTS = _I["controlled"], _I["columns"], _I["tick_dims"], _I["row_starts"]
 
 
 class ClosedChainTick(TickBuffers):
@@ -133,6 +134,7 @@ class ClosedChainTick(TickBuffers):
         fill_chain(f, i, model, loop)
         i.controlled[:] = controlled
         i.columns[:, 1] = 10 * nb
+        i.row_starts[:] = row_starts(i.columns)
         f_id = model.frame_id(frame)
         i.tick_dims[:] = self.window, model.frame_body[f_id], controlled.size
         f.frame_R[:] = model.frame_R[f_id]
@@ -279,8 +281,8 @@ def closed_chain_tick(f, fo, ints, io):
         s[S_WRENCH_OK] = 1.0 if closed and _force(f, fo, ints, io, s[S_WRENCH_DAMPING]) else 0.0
     if s[S_WANT_GRADIENT] != 0.0:
         window = tick_dims[0]
-        window_gradient(field3(f, fo, Y_RING, window, na, npar), field2(ints, io, COLUMNS, na, 2), int(s[S_NEXT]),
-                        int(s[S_COUNT]), field1(f, fo, PHI, npar), field1(f, fo, PHI_WINDOW, npar),
+        window_gradient(field2(f, fo, Y_RING, window, na * npar), field2(ints, io, COLUMNS, na, 2),
+                        field1(ints, io, ROW_STARTS, na + 1), int(s[S_NEXT]), int(s[S_COUNT]), field1(f, fo, PHI, npar), field1(f, fo, PHI_WINDOW, npar),
                         field1(f, fo, IN_SUM, window), field1(f, fo, SUM_YYPHI, npar), field1(f, fo, SUM_YT, npar),
                         field1(f, fo, GRADIENT, npar))
 
@@ -446,14 +448,15 @@ def _estimators_step(f, fo, ints, io, dt):
     slot = int(s[S_NEXT])
     count = int(s[S_COUNT])
     columns = field2(ints, io, COLUMNS, na, 2)
-    Y_ring = field3(f, fo, Y_RING, window, na, npar)
+    starts = field1(ints, io, ROW_STARTS, na + 1)
+    Y_ring = field2(f, fo, Y_RING, window, na * npar)     # packed rows: whole rows
     tau_ring = field2(f, fo, TAU_RING, window, na)
     phi_window = field1(f, fo, PHI_WINDOW, npar)
     in_sum = field1(f, fo, IN_SUM, window)
     sum_YYphi = field1(f, fo, SUM_YYPHI, npar)
     sum_Yt = field1(f, fo, SUM_YT, npar)
-    Y_a = Y_ring[slot]
-    window_push(Y_ring, tau_ring, columns, slot, count, field1(f, fo, PHI, npar), phi_window, in_sum, sum_YYphi,
+    Y_a = field3(f, fo, Y_RING, window, na, npar)[slot]
+    window_push(Y_ring, tau_ring, columns, starts, slot, count, field1(f, fo, PHI, npar), phi_window, in_sum, sum_YYphi,
                 sum_Yt)
     if not reduced_regressor(parents, field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
                              field2(f, fo, HOME_P, nb, 3), q, v, a_tree, field1(f, fo, BASE_ACCEL, 6), Gm,
@@ -462,7 +465,7 @@ def _estimators_step(f, fo, ints, io, dt):
                              field2(f, fo, VDOT_BODY, nb, 6), tmp6, field2(f, fo, Y_, nv, npar), Y_a):
         return False
     tau_ring[slot] = tau_applied
-    s[S_COUNT] = window_pushed(Y_ring, tau_ring, columns, slot, count, phi_window, in_sum, sum_YYphi, sum_Yt)
+    s[S_COUNT] = window_pushed(Y_ring, tau_ring, columns, starts, slot, count, phi_window, in_sum, sum_YYphi, sum_Yt)
     s[S_NEXT] = (slot + 1) % window
     return True
 

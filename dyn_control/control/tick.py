@@ -64,7 +64,7 @@ from .computed_torque import braking_acceleration, tracking_acceleration
 from .flags import *  # noqa: F403  (the flags S_*, NS: tick.S_* for the tick's callers)
 from .momentum_observer import damped_least_squares, observer_step
 from .parameter_gradient import (filter_acceleration, joint_window_add, joint_window_gradient, window_gradient,
-                                 window_push, window_pushed)
+                                 pack_rows, row_starts, window_push, window_pushed)
 from .reference import controlled_mask, follow_measured, sine_reference
 from .safety import accumulate_tracking_error, finish_command, hold_torque, tracked_reference
 from .trajectory import Trajectory
@@ -72,7 +72,8 @@ from .trajectory import Trajectory
 TWIST_COMPONENTS = ("wx", "wy", "wz", "vx", "vy", "vz")
 
 
-def float_fields(nb, nv, window, ncontrolled):
+def float_fields(nb, nv, window, ncontrolled, nnz=1):
+    # nnz: the regressor's columns that can be non-zero, over its rows (parameter_gradient.row_starts)
     npar = 10 * nb
     return [
         # the model (phi changes with adaptation)
@@ -87,7 +88,7 @@ def float_fields(nb, nv, window, ncontrolled):
         ("gradient", (npar,)), ("twist_gradient", (6 * nb,)), ("s", (NS,)),
         # estimator state
         ("p_prev", (nv,)), ("drift_prev", (nv,)), ("tau_ext", (nv,)), ("v_prev", (nv,)), ("acceleration", (nv,)),
-        ("Y_ring", (window, nv, npar)), ("samples", (window, 4, nv)), ("sum_YYphi", (npar,)),
+        ("Y_ring", (window, nnz)), ("samples", (window, 4, nv)), ("sum_YYphi", (npar,)),
         ("sum_Yt", (npar,)), ("phi_window", (npar,)), ("in_sum", (window,)),
         ("twist_ring", (window, 6 * nb)), ("twist_sum", (6 * nb,)),
         # workspace of the kernels
@@ -110,9 +111,11 @@ def float_fields(nb, nv, window, ncontrolled):
 
 
 def int_fields(nb, ncontrolled):
-    # columns: per joint, the range of the regressor's columns that can be non-zero (its subtree's bodies)
+    # columns: per joint, the range of the regressor's columns that can be non-zero (its subtree's
+    # bodies); row_starts: where each row's columns start in the window's packed regressors
     return [("parents", (nb,)), ("columns", (nb, 2)), ("path", (nb,)), ("controlled", (ncontrolled,)),
-            ("dims", (4,))]     # nb, window, frame body, number of controlled joints
+            ("dims", (4,)),     # nb, window, frame body, number of controlled joints
+            ("row_starts", (nb + 1,))]
 
 
 _F = field_indices(float_fields(1, 1, 1, 1))
@@ -124,7 +127,7 @@ _I = field_indices(int_fields(1, 1))
  OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
  ETA_POSE, DTAU_DETA, J_, A_, G_, HOLD, ZERO, F_EXT_ZERO, SCRATCH, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV,
  MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT) = range(len(_F))
-PARENTS, COLUMNS, PATH, CONTROLLED, DIMS = range(len(_I))
+PARENTS, COLUMNS, PATH, CONTROLLED, DIMS, ROW_STARTS = range(len(_I))
 
 
 class TickBuffers:
@@ -218,13 +221,15 @@ class ControllerTick(TickBuffers):
         nb, nv = model.nbodies, model.nv
         controlled = np.asarray(controlled, dtype=np.int64)
         self.nb, self.nv, self.window = nb, nv, int(window)
-        self.f = Packed(float_fields(nb, nv, self.window, controlled.size))
+        columns = np.stack([10 * np.arange(nb), 10 * (subtree_ends(model.parents) + 1)], axis=1)
+        starts = row_starts(columns)
+        self.f = Packed(float_fields(nb, nv, self.window, controlled.size, starts[-1]))
         self.i = Packed(int_fields(nb, controlled.size), dtype=np.int64)
         self.kernel = controller_tick
         f, i = self.f, self.i
         i.parents[:] = model.parents
-        i.columns[:, 0] = 10 * np.arange(nb)
-        i.columns[:, 1] = 10 * (subtree_ends(model.parents) + 1)
+        i.columns[:] = columns
+        i.row_starts[:] = starts
         i.controlled[:] = controlled
         f_id = model.frame_id(frame)
         i.dims[:] = nb, self.window, model.frame_body[f_id], controlled.size
@@ -359,8 +364,9 @@ def controller_tick(f, fo, ints, io):
     if s[S_WANT_WRENCH] != 0.0:
         s[S_WRENCH_OK] = 1.0 if _wrench(f, fo, ints, io, frame_body, s[S_WRENCH_DAMPING]) else 0.0
     if s[S_WANT_GRADIENT] != 0.0:
-        window_gradient(field3(f, fo, Y_RING, dims[1], nv, npar), field2(ints, io, COLUMNS, nb, 2), int(s[S_NEXT]),
-                        int(s[S_COUNT]), field1(f, fo, PHI, npar), field1(f, fo, PHI_WINDOW, npar),
+        starts = field1(ints, io, ROW_STARTS, nb + 1)
+        window_gradient(field2(f, fo, Y_RING, dims[1], starts[nb]), field2(ints, io, COLUMNS, nb, 2), starts,
+                        int(s[S_NEXT]), int(s[S_COUNT]), field1(f, fo, PHI, npar), field1(f, fo, PHI_WINDOW, npar),
                         field1(f, fo, IN_SUM, dims[1]), field1(f, fo, SUM_YYPHI, npar), field1(f, fo, SUM_YT, npar),
                         field1(f, fo, GRADIENT, npar))
         joint_window_gradient(field3(f, fo, JOINT_SUM_YY, nv, 3, 3), field2(f, fo, JOINT_SUM_YR, nv, 3),
@@ -478,7 +484,8 @@ def _estimators_step(f, fo, ints, io, dt):
     count = int(s[S_COUNT])
     full = count == window
     columns = field2(ints, io, COLUMNS, nb, 2)
-    Y_ring = field3(f, fo, Y_RING, window, nv, npar)
+    starts = field1(ints, io, ROW_STARTS, nb + 1)
+    Y_ring = field2(f, fo, Y_RING, window, starts[nb])
     samples = field3(f, fo, SAMPLES, window, 4, nv)
     tau_ring = samples[:, 3]
     flat_phi = field1(f, fo, PHI, npar)
@@ -486,8 +493,8 @@ def _estimators_step(f, fo, ints, io, dt):
     in_sum = field1(f, fo, IN_SUM, window)
     sum_YYphi = field1(f, fo, SUM_YYPHI, npar)
     sum_Yt = field1(f, fo, SUM_YT, npar)
-    Y = Y_ring[slot]
-    window_push(Y_ring, tau_ring, columns, slot, count, flat_phi, phi_window, in_sum, sum_YYphi, sum_Yt)
+    Y = field2(f, fo, Y_, nv, npar)
+    window_push(Y_ring, tau_ring, columns, starts, slot, count, flat_phi, phi_window, in_sum, sum_YYphi, sum_Yt)
     if not regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR, op, oS,
                      field2(f, fo, BODY_V, nb, 6), field2(f, fo, BODY_VDOT, nb, 6), tmp6, Y):
         return False
@@ -502,7 +509,8 @@ def _estimators_step(f, fo, ints, io, dt):
     samples[slot, 1] = v
     samples[slot, 2] = a
     samples[slot, 3] = tau_rigid
-    count = window_pushed(Y_ring, tau_ring, columns, slot, count, phi_window, in_sum, sum_YYphi, sum_Yt)
+    pack_rows(Y, columns, starts, Y_ring[slot])
+    count = window_pushed(Y_ring, tau_ring, columns, starts, slot, count, phi_window, in_sum, sum_YYphi, sum_Yt)
     joint_window_add(Y, flat_phi, columns, v, a, tau_applied,
                      field3(f, fo, JOINT_RING, window, nv, 4)[slot], full, field3(f, fo, JOINT_SUM_YY, nv, 3, 3),
                      field2(f, fo, JOINT_SUM_YR, nv, 3))
