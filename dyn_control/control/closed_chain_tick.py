@@ -104,9 +104,9 @@ _F = field_indices(float_fields(1, 1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1, 1, 1))
 (S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
  V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P_PREV, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
- ACCELERATION, Y_RING, TAU_RING, SUM_YYPHI, SUM_YT, PHI_WINDOW, IN_SUM, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_,
- V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED, HOLD,
- TAU_EXT_A, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
+ ACCELERATION, Y_RING, TAU_RING, SUM_YYPHI, SUM_YT, PHI_WINDOW, IN_SUM, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66,
+ PHI_COMPOSITE, F_, V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH,
+ REDUCED, HOLD, TAU_EXT_A, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
 CONTROLLED, COLUMNS, TICK_DIMS, ROW_STARTS = _I["controlled"], _I["columns"], _I["tick_dims"], _I["row_starts"]
 
@@ -282,9 +282,9 @@ def closed_chain_tick(f, fo, ints, io):
     if s[S_WANT_GRADIENT] != 0.0:
         window = tick_dims[0]
         window_gradient(field2(f, fo, Y_RING, window, na * npar), field2(ints, io, COLUMNS, na, 2),
-                        field1(ints, io, ROW_STARTS, na + 1), int(s[S_NEXT]), int(s[S_COUNT]), field1(f, fo, PHI, npar), field1(f, fo, PHI_WINDOW, npar),
-                        field1(f, fo, IN_SUM, window), field1(f, fo, SUM_YYPHI, npar), field1(f, fo, SUM_YT, npar),
-                        field1(f, fo, GRADIENT, npar))
+                        field1(ints, io, ROW_STARTS, na + 1), int(s[S_NEXT]), int(s[S_COUNT]), field1(f, fo, PHI, npar),
+                        field1(f, fo, PHI_WINDOW, npar), field1(f, fo, IN_SUM, window), field1(f, fo, SUM_YYPHI, npar),
+                        field1(f, fo, SUM_YT, npar), field1(f, fo, GRADIENT, npar))
 
 
 @njit(cache=True, nogil=True)
@@ -456,8 +456,8 @@ def _estimators_step(f, fo, ints, io, dt):
     sum_YYphi = field1(f, fo, SUM_YYPHI, npar)
     sum_Yt = field1(f, fo, SUM_YT, npar)
     Y_a = field3(f, fo, Y_RING, window, na, npar)[slot]
-    window_push(Y_ring, tau_ring, columns, starts, slot, count, field1(f, fo, PHI, npar), phi_window, in_sum, sum_YYphi,
-                sum_Yt)
+    window_push(Y_ring, tau_ring, columns, starts, slot, count, field1(f, fo, PHI, npar), phi_window, in_sum,
+                sum_YYphi, sum_Yt)
     if not reduced_regressor(parents, field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
                              field2(f, fo, HOME_P, nb, 3), q, v, a_tree, field1(f, fo, BASE_ACCEL, 6), Gm,
                              field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
