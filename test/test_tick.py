@@ -323,6 +323,36 @@ def test_gradient_is_exact_at_every_request_after_phi_changes_and_the_window_wra
     assert checked == len(requested)
 
 
+def test_shift_momentum_is_the_change_of_pinocchios_momentum():
+    """After set_model to other inertial parameters and armatures, shift_momentum moves the
+    observer's last momentum by (M_new(q) + diag(I_a,new)) v - (M_old(q) + diag(I_a,old)) v, M from
+    Pinocchio's crba on models carrying either set of parameters."""
+    rng = np.random.default_rng(17)
+    old = MODEL.with_joint_dynamics(ARMATURE, VISCOUS, COULOMB)
+    phi = old.inertial_parameters().reshape(NV, 10) * rng.uniform(0.8, 1.2, (NV, 1))
+    new = old.with_inertial_parameters(phi.ravel()).with_joint_dynamics(1.5 * ARMATURE, VISCOUS, COULOMB)
+    tick = T.ControllerTick(old, np.arange(NV), FRAME, 5)
+    q, v = rng.uniform(-1.0, 1.0, NV), rng.normal(size=NV)
+    tick.f.q[:], tick.f.v[:] = q, v
+    tick.f.p_prev[:] = before = rng.normal(size=NV)
+    tick.set_model(new)
+    tick.shift_momentum(old)
+
+    def pin_momentum(model):
+        pm = pin.buildModelFromUrdf(URDF)
+        for k, body_phi in enumerate(model.inertial_parameters().reshape(NV, 10)):
+            pin_phi = np.empty(10)
+            pin_phi[OURS_FROM_PIN_PARAM] = body_phi
+            pm.inertias[k + 1] = pin.Inertia.FromDynamicParameters(pin_phi)
+        pm.armature[:] = model.joint_terms[:, 0]
+        M = pin.crba(pm, pm.createData(), q)
+        return (np.triu(M) + np.triu(M, 1).T) @ v
+
+    expected = before + pin_momentum(new) - pin_momentum(old)
+    np.testing.assert_allclose(tick.f.p_prev, expected, rtol=1e-10, atol=1e-12)
+    assert np.abs(pin_momentum(new) - pin_momentum(old)).max() > 1e-3
+
+
 def test_gradients_with_joint_terms_against_central_differences_of_the_window_loss():
     """With joint terms in the model: L(phi, theta) = 1/2 sum_k |tau_k - rnea_k - I_a a_k - F_v v_k -
     F_c tanh(v_k / v_s)|^2 over the window (Pinocchio's rnea with armature; tau_k the efforts fed),
