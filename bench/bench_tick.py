@@ -74,11 +74,13 @@ def pieces(tick):
     a = f.acceleration
     slot = int(s[T.S_NEXT])
 
-    def whole(want):
+    def whole(want, twist=1.0):
         def call():
             s[T.S_NEW_SAMPLE] = 1.0
             s[T.S_WANT_GRADIENT] = want
+            s[T.S_TWIST] = twist
             tick.tick()
+            s[T.S_TWIST] = 1.0
         return call
 
     def window():
@@ -98,6 +100,7 @@ def pieces(tick):
     calls = {
         "tick (new sample, gradients on)": whole(0.0),
         "tick + gradient requested": whole(1.0),
+        "tick without the twist gradient": whole(0.0, twist=0.0),
         "rnea": lambda: rnea(*par, f.phi, f.q, f.v, a, f.base_accel, f.f_ext_zero, f.R, f.p, f.V, f.Vdot, f.F,
                              f.tmp6, f.g),
         "observer terms (coriolis, crba, C^T v, M v)": momentum,
