@@ -12,7 +12,12 @@
    loop thread's) and duration (wall clock).
 2. The same with one more process: a callback-based subscriber of /joint_states and the command
    topic (an executor calling Python per message, as `ros2 topic hz` or a plotter does).
-3. Time from process start to the first command on /effort_controller/commands, for a new bringup
+3. The loop against the number of joints, gradients on (the demo's settings: the parameter and
+   joint-twist gradients every 100 ticks over a window of 200 samples): the demo's run above (the
+   bundled arm7, 7 joints), then the same file on example-robot-data's talos_reduced (fixed base,
+   32 joints) and tiago (48 joints) against the builtin simulator, each a light-listener run:
+   commands per second, gap p99, tick CPU p50 / p99, and the tick CPU per joint.
+4. Time from process start to the first command on /effort_controller/commands, for a new bringup
    (bench/first_command.py: the bringup with a probe on its own node, started as a new process):
    with an empty Numba cache (NUMBA_CACHE_DIR a fresh temporary folder: every kernel compiles) and
    with a warm one (WARM_STARTS times: median and range).
@@ -169,6 +174,47 @@ def loop_rows(label, listened, timer):
     return rows
 
 
+def robot_config(config, urdf, directory):
+    """The demo's parameter file on another robot (its URDF path): no scheduled wrench, the
+    simulator's initial positions its default (zero, clipped into the limits), the estimator's frame
+    the controller's default (the last frame). Returns the new file's path."""
+    import yaml
+    with open(config) as stream:
+        nodes = yaml.safe_load(stream)
+    for key, node in nodes.items():
+        params = node["ros__parameters"]
+        params["urdf_path"] = urdf
+        params.pop("initial_positions", None)
+        params.pop("external_wrench", None)
+        params.get("estimator", {}).pop("frame", None)
+    path = os.path.join(directory, os.path.basename(urdf).replace(".urdf", ".yaml"))
+    with open(path, "w") as stream:
+        yaml.safe_dump(nodes, stream)
+    return path
+
+
+def scaling_rows(config, arm_run):
+    """The light-listener loop on talos_reduced and tiago beside the arm's run (robot, nv, the
+    listener's report, the timer's): each robot's loop rows, and its tick CPU p50 / p99 per joint."""
+    import dyn_control as dc
+    from common import robot_urdf
+    runs = [("arm7", 7) + arm_run]
+    with tempfile.TemporaryDirectory() as directory:
+        for name in ("talos_reduced", "tiago"):
+            urdf = robot_urdf(name)
+            listened, timer, _ = loop_run(robot_config(config, urdf, directory), with_callbacks=False)
+            runs.append((name, dc.load_urdf(urdf).nv, listened, timer))
+    rows = []
+    for name, nv, listened, timer in runs[1:]:
+        rows += [row for row in loop_rows(f"{name} ({nv} joints)", listened, timer)
+                 if "duration" not in row.case and "max" not in row.case]
+    for name, nv, listened, _ in runs:
+        p50, p99 = (float(listened["loop"].get(f"tick cpu {p} [ms]", "nan")) * 1e3 for p in ("p50", "p99"))
+        rows.append(Row(f"tick CPU p50 / joint, {name} ({nv} joints)", p50 / nv,
+                        note=f"p99 / joint {p99 / nv:.1f} us; p50 {p50:.0f} us, p99 {p99:.0f} us"))
+    return rows
+
+
 def run():
     from dyn_control.robots import config_dir
 
@@ -180,6 +226,7 @@ def run():
         cold = time_to_first_command(config, env=dict(os.environ, NUMBA_CACHE_DIR=empty))
     listened, timer, _ = loop_run(config, with_callbacks=False)
     rows += loop_rows("light listener", listened, timer)
+    arm_run = (listened, timer)
     listened, timer, counts = loop_run(config, with_callbacks=True)
     rows += loop_rows("+ callback subscriber", listened, timer)
     rows.append(Row("callback subscriber: messages it got (a count)", counts["commands"] + counts["joint_states"],
@@ -187,6 +234,7 @@ def run():
     rows.append(Row("process start -> first command, warm cache (median)", float(np.median(warm)) * 1e6,
                     note=f"= {np.median(warm):.2f} s, {WARM_STARTS} starts: {min(warm):.2f}-{max(warm):.2f} s"))
     rows.append(Row("process start -> first command, empty cache", cold * 1e6, note=f"= {cold:.2f} s"))
+    rows += scaling_rows(config, arm_run)
     return rows
 
 
@@ -194,6 +242,11 @@ if __name__ == "__main__":
     modes = {"bare-timer": bare_timer, "listener": listener, "callback-subscriber": callback_subscriber}
     if len(sys.argv) > 1 and sys.argv[1] in modes:
         modes[sys.argv[1]](float(sys.argv[2]))
+    elif sys.argv[1:] == ["scaling"]:       # the loop against the number of joints only
+        from dyn_control.robots import config_dir
+        demo = os.path.join(config_dir(), "demo.yaml")
+        for row in scaling_rows(demo, loop_run(demo, with_callbacks=False)[:2]):
+            print(row.format())
     else:
         for row in run():
             print(row.format())

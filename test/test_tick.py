@@ -279,6 +279,80 @@ def test_gradient_over_the_sliding_window_is_pinocchio_regressor_sum():
     np.testing.assert_allclose(tick.f.gradient, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
 
 
+@pytest.mark.parametrize("name", ["arm7", "solo12"])
+def test_gradient_is_exact_at_every_request_after_phi_changes_and_the_window_wraps(name):
+    """The window keeps sum_k Y_k^T (Y_k phi) for the phi of its last model and rebuilds it from its
+    ring of regressors, a few samples a tick, when the model changes (an adaptation step): at every
+    tick it is requested, right after a change, while the rebuild runs and after it, the gradient is
+    sum_k Y_k^T (Y_k phi - tau_k) over the window's samples (Pinocchio's regressors) at the current
+    phi. solo12: four legs from the root, the regressor's rows non-zero on a leg's columns only."""
+    from oracles import pin_q, robot_urdf
+    urdf = URDF if name == "arm7" else robot_urdf(name)
+    model = dc.load_urdf(urdf)
+    pm = pin.buildModelFromUrdf(urdf)
+    pd = pm.createData()
+    nv, nb, window = model.nv, model.nbodies, 15
+    rng = np.random.default_rng(21)
+    tick = T.ControllerTick(model, np.arange(nv), model.frame_names[-1], window)
+    tick.f.observer_gain[:] = GAIN
+    tick.s[T.S_CUTOFF_HZ], tick.s[T.S_DT] = CUTOFF, DT
+    w = rng.uniform(1.0, 3.0, nv)
+    q0 = rng.uniform(-0.5, 0.5, nv)
+    scales = {25: 1.1, 27: 0.95, 40: 1.05}      # a new model (bodies scaled: physically consistent)
+    requested = {26, 28, 29, 30, 35, 40, 41, 55}
+    checked = 0
+    for k in range(60):
+        t = k * DT
+        if k in scales:
+            phi = model.inertial_parameters().reshape(nb, 10) * rng.uniform(min(1.0, scales[k]), max(1.0, scales[k]), (nb, 1))
+            tick.set_model(model.with_inertial_parameters(phi.ravel()))
+        tick.s[T.S_WANT_GRADIENT] = k in requested
+        feed(tick, q0 + 0.3 * np.sin(w * t), 0.3 * w * np.cos(w * t), rng.normal(0.0, 5.0, nv), reset=k == 0)
+        if k not in requested:
+            continue
+        phi = tick.model.inertial_parameters()
+        expected = np.zeros(10 * nb)
+        samples = tick.window_samples()
+        assert len(samples) == window
+        for q_k, v_k, a_k, tau_k in samples:
+            Y = pin.computeJointTorqueRegressor(pm, pd, pin_q(pm, q_k), v_k, a_k)
+            Y = Y.reshape(nv, nb, 10)[:, :, OURS_FROM_PIN_PARAM].reshape(nv, 10 * nb)
+            expected += Y.T @ (Y @ phi - tau_k)
+        np.testing.assert_allclose(tick.f.gradient, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+        checked += 1
+    assert checked == len(requested)
+
+
+def test_shift_momentum_is_the_change_of_pinocchios_momentum():
+    """After set_model to other inertial parameters and armatures, shift_momentum moves the
+    observer's last momentum by (M_new(q) + diag(I_a,new)) v - (M_old(q) + diag(I_a,old)) v, M from
+    Pinocchio's crba on models carrying either set of parameters."""
+    rng = np.random.default_rng(17)
+    old = MODEL.with_joint_dynamics(ARMATURE, VISCOUS, COULOMB)
+    phi = old.inertial_parameters().reshape(NV, 10) * rng.uniform(0.8, 1.2, (NV, 1))
+    new = old.with_inertial_parameters(phi.ravel()).with_joint_dynamics(1.5 * ARMATURE, VISCOUS, COULOMB)
+    tick = T.ControllerTick(old, np.arange(NV), FRAME, 5)
+    q, v = rng.uniform(-1.0, 1.0, NV), rng.normal(size=NV)
+    tick.f.q[:], tick.f.v[:] = q, v
+    tick.f.p_prev[:] = before = rng.normal(size=NV)
+    tick.set_model(new)
+    tick.shift_momentum(old)
+
+    def pin_momentum(model):
+        pm = pin.buildModelFromUrdf(URDF)
+        for k, body_phi in enumerate(model.inertial_parameters().reshape(NV, 10)):
+            pin_phi = np.empty(10)
+            pin_phi[OURS_FROM_PIN_PARAM] = body_phi
+            pm.inertias[k + 1] = pin.Inertia.FromDynamicParameters(pin_phi)
+        pm.armature[:] = model.joint_terms[:, 0]
+        M = pin.crba(pm, pm.createData(), q)
+        return (np.triu(M) + np.triu(M, 1).T) @ v
+
+    expected = before + pin_momentum(new) - pin_momentum(old)
+    np.testing.assert_allclose(tick.f.p_prev, expected, rtol=1e-10, atol=1e-12)
+    assert np.abs(pin_momentum(new) - pin_momentum(old)).max() > 1e-3
+
+
 def test_gradients_with_joint_terms_against_central_differences_of_the_window_loss():
     """With joint terms in the model: L(phi, theta) = 1/2 sum_k |tau_k - rnea_k - I_a a_k - F_v v_k -
     F_c tanh(v_k / v_s)|^2 over the window (Pinocchio's rnea with armature; tau_k the efforts fed),

@@ -17,7 +17,8 @@ q only warm-start the loop closure, and the tree velocity is rebuilt as v = G dt
      estimates the external torque at the actuated joints;
    - the acceleration estimate of theta_a (low-passed difference of dtheta_a, as tick.py);
    - the gradient window of the reduced regressor Y_a = G^T Y(q, v, G ddtheta_a + Gdot dtheta_a)
-     (tau_a = Y_a phi): sum_YY = sum Y_a^T Y_a, sum_Yt = sum Y_a^T tau_a, so dL/dphi = sum_YY phi - sum_Yt;
+     (tau_a = Y_a phi) as tick.py's: a ring of Y_a and tau_a and the running sums sum_YYphi = sum
+     Y_a^T (Y_a phi), sum_Yt = sum Y_a^T tau_a, so dL/dphi = sum_YYphi - sum_Yt (parameter_gradient.py);
 4. the torque: tau_a = G^T rnea(q, v, G a_cmd + Gdot dtheta_a), a_cmd = a_r + kd (v_r - v) + kp (q_r - q)
    on the active joints (the tracked reference q_r of tick.py; minus the estimated external torque
    with compensation); braking: a_cmd = -brake_gain dtheta_a; holding (stale joint states):
@@ -54,7 +55,7 @@ from .flags import (NS, S_BRAKE, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_E
                     S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT, S_OMEGA, S_POINT, S_RESET,
                     S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT, S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK)
 from .momentum_observer import damped_least_squares, observer_step
-from .parameter_gradient import filter_acceleration, window_gradient, window_sums_add
+from .parameter_gradient import filter_acceleration, row_starts, window_gradient, window_push, window_pushed
 from .reference import controlled_mask, follow_measured, sine_reference
 from .safety import accumulate_tracking_error, finish_command, hold_torque, tracked_reference
 from .tick import TickBuffers
@@ -76,7 +77,8 @@ def float_fields(nb, na, nc, window, ncontrolled):
         ("command", (ncontrolled,)), ("tau_applied", (na,)), ("wrench", (6,)), ("gradient", (npar,)),
         # estimator state: tau_ext in tree order (zero on the passive joints)
         ("p_prev", (na,)), ("drift_prev", (na,)), ("tau_ext", (nv,)), ("dtheta_prev", (na,)), ("acceleration", (na,)),
-        ("Y_ring", (window, na, npar)), ("tau_ring", (window, na)), ("sum_YY", (npar, npar)), ("sum_Yt", (npar,)),
+        ("Y_ring", (window, na, npar)), ("tau_ring", (window, na)), ("sum_YYphi", (npar,)), ("sum_Yt", (npar,)),
+        ("phi_window", (npar,)), ("in_sum", (window,)),
         # workspace
         ("Gdot", (nv, na)), ("M", (nv, nv)), ("C", (nv, nv)), ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)),
         ("oBc", (nb, 6, 6)), ("X", (nb, 6, 6)), ("tmp66", (2, 6, 6)), ("phi_composite", (nb, 10)),
@@ -94,18 +96,19 @@ def int_fields(nb, na, nc, ncontrolled):
     return chain_int_fields(nb, na, nc) + [
         ("controlled", (ncontrolled,)),
         ("columns", (na, 2)),    # the reduced regressor's rows may be non-zero in every column
-        ("tick_dims", (3,))]     # window, estimator frame's body, number of controlled joints
+        ("tick_dims", (3,)),     # window, estimator frame's body, number of controlled joints
+        ("row_starts", (na + 1,))]   # parameter_gradient.row_starts: the window's packed rows are whole rows
 
 
 _F = field_indices(float_fields(1, 1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1, 1, 1))
 (S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
  V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P_PREV, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
- ACCELERATION, Y_RING, TAU_RING, SUM_YY, SUM_YT, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66, PHI_COMPOSITE, F_,
- V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH, REDUCED, HOLD,
- TAU_EXT_A, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
+ ACCELERATION, Y_RING, TAU_RING, SUM_YYPHI, SUM_YT, PHI_WINDOW, IN_SUM, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66,
+ PHI_COMPOSITE, F_, V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH,
+ REDUCED, HOLD, TAU_EXT_A, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
-CONTROLLED, COLUMNS, TICK_DIMS = _I["controlled"], _I["columns"], _I["tick_dims"]
+CONTROLLED, COLUMNS, TICK_DIMS, ROW_STARTS = _I["controlled"], _I["columns"], _I["tick_dims"], _I["row_starts"]
 
 
 class ClosedChainTick(TickBuffers):
@@ -131,6 +134,7 @@ class ClosedChainTick(TickBuffers):
         fill_chain(f, i, model, loop)
         i.controlled[:] = controlled
         i.columns[:, 1] = 10 * nb
+        i.row_starts[:] = row_starts(i.columns)
         f_id = model.frame_id(frame)
         i.tick_dims[:] = self.window, model.frame_body[f_id], controlled.size
         f.frame_R[:] = model.frame_R[f_id]
@@ -276,8 +280,11 @@ def closed_chain_tick(f, fo, ints, io):
     if s[S_WANT_WRENCH] != 0.0:
         s[S_WRENCH_OK] = 1.0 if closed and _force(f, fo, ints, io, s[S_WRENCH_DAMPING]) else 0.0
     if s[S_WANT_GRADIENT] != 0.0:
-        window_gradient(field2(f, fo, SUM_YY, npar, npar), field1(f, fo, SUM_YT, npar), field1(f, fo, PHI, npar),
-                        field1(f, fo, GRADIENT, npar))
+        window = tick_dims[0]
+        window_gradient(field2(f, fo, Y_RING, window, na * npar), field2(ints, io, COLUMNS, na, 2),
+                        field1(ints, io, ROW_STARTS, na + 1), int(s[S_NEXT]), int(s[S_COUNT]), field1(f, fo, PHI, npar),
+                        field1(f, fo, PHI_WINDOW, npar), field1(f, fo, IN_SUM, window), field1(f, fo, SUM_YYPHI, npar),
+                        field1(f, fo, SUM_YT, npar), field1(f, fo, GRADIENT, npar))
 
 
 @njit(cache=True, nogil=True)
@@ -338,8 +345,9 @@ def _reset_estimators(f, fo, ints, io):
     s[S_FILTER_STARTED] = 1.0
     s[S_COUNT] = 0.0
     s[S_NEXT] = 0.0
-    field1(f, fo, SUM_YY, 100 * nb * nb)[:] = 0.0
+    field1(f, fo, SUM_YYPHI, 10 * nb)[:] = 0.0
     field1(f, fo, SUM_YT, 10 * nb)[:] = 0.0
+    field1(f, fo, IN_SUM, field1(ints, io, TICK_DIMS, 3)[0])[:] = 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -438,15 +446,18 @@ def _estimators_step(f, fo, ints, io, dt):
             total += Gm[k, i] * a[i]
         a_tree[k] = total
     slot = int(s[S_NEXT])
-    full = int(s[S_COUNT]) == window
+    count = int(s[S_COUNT])
     columns = field2(ints, io, COLUMNS, na, 2)
-    Y_ring = field3(f, fo, Y_RING, window, na, npar)
+    starts = field1(ints, io, ROW_STARTS, na + 1)
+    Y_ring = field2(f, fo, Y_RING, window, na * npar)     # packed rows: whole rows
     tau_ring = field2(f, fo, TAU_RING, window, na)
-    sum_YY = field2(f, fo, SUM_YY, npar, npar)
+    phi_window = field1(f, fo, PHI_WINDOW, npar)
+    in_sum = field1(f, fo, IN_SUM, window)
+    sum_YYphi = field1(f, fo, SUM_YYPHI, npar)
     sum_Yt = field1(f, fo, SUM_YT, npar)
-    Y_a = Y_ring[slot]
-    if full:
-        window_sums_add(Y_a, tau_ring[slot], columns, -1.0, sum_YY, sum_Yt)
+    Y_a = field3(f, fo, Y_RING, window, na, npar)[slot]
+    window_push(Y_ring, tau_ring, columns, starts, slot, count, field1(f, fo, PHI, npar), phi_window, in_sum,
+                sum_YYphi, sum_Yt)
     if not reduced_regressor(parents, field2(f, fo, SCREW_AXES, nb, 6), field3(f, fo, HOME_R, nb, 3, 3),
                              field2(f, fo, HOME_P, nb, 3), q, v, a_tree, field1(f, fo, BASE_ACCEL, 6), Gm,
                              field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
@@ -454,9 +465,8 @@ def _estimators_step(f, fo, ints, io, dt):
                              field2(f, fo, VDOT_BODY, nb, 6), tmp6, field2(f, fo, Y_, nv, npar), Y_a):
         return False
     tau_ring[slot] = tau_applied
-    window_sums_add(Y_a, tau_applied, columns, 1.0, sum_YY, sum_Yt)
+    s[S_COUNT] = window_pushed(Y_ring, tau_ring, columns, starts, slot, count, phi_window, in_sum, sum_YYphi, sum_Yt)
     s[S_NEXT] = (slot + 1) % window
-    s[S_COUNT] = min(s[S_COUNT] + 1.0, window)
     return True
 
 

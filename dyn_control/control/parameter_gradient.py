@@ -9,9 +9,16 @@ has the gradient dL/dphi = -sum_k Y_k^T (tau_k - Y_k phi). The regressors Y_k ar
 buffer, so gradient() and loss() at any phi cost one matrix product over the window.
 The accelerations a_k are not measured: AccelerationFilter estimates them from the velocities.
 
-The compiled ticks keep the window as running sums instead (the functions at the end):
-    sum_YY = sum_k Y_k^T Y_k,  sum_Yt = sum_k Y_k^T tau_k,   dL/dphi = sum_YY phi - sum_Yt,
-updated by one sample in and the oldest out per tick, and the joint terms' 3 x 3 sums per joint.
+The compiled ticks keep a ring of the window's regressors, each row's columns that can be non-zero
+only (pack_rows: a tree's joint k carries the bodies of its subtree), and two running sums
+    sum_Yt = sum_k Y_k^T tau_k,  sum_YYphi = sum_k Y_k^T (Y_k phi_w),  dL/dphi = sum_YYphi - sum_Yt
+at phi = phi_w, updated by one sample in and the oldest out per tick: 4 nnz(Y) multiply-adds, nnz(Y)
+= 10 sum_k |subtree(k)| = 10 sum_i depth(i) (linear in the joints for a fixed depth), where the
+matrix sum_k Y_k^T Y_k cost sum_k (10 |subtree(k)|)^2 a sample and sum_YY phi (10 nb)^2 a request.
+When phi changes (an adaptation step, a new model), sum_YYphi starts over at the new phi_w: the
+window's samples are pending and taken back in from the ring, CATCH_UP of them per new sample (and
+all that remain when the gradient is requested), so the gradient is exact at any tick it is
+requested. The joint terms keep 3 x 3 sums per joint.
 """
 import math
 
@@ -140,32 +147,131 @@ def filter_acceleration(dt, cutoff_hz, v, v_prev, a):
         v_prev[k] = v[k]
 
 
+# samples of the window taken into sum_YYphi per new sample, on top of the new one, while some are
+# pending (after phi changed): with window / period <= CATCH_UP (the node asks for the gradient every
+# period ticks), an adapting loop finds the sum up to date at its next request
+CATCH_UP = 4
+
+
+def row_starts(columns):
+    """Where each row of a regressor starts in its packed form (pack_rows): row k keeps its columns
+    [columns[k, 0], columns[k, 1]) only; the last entry is the packed size, nnz(Y)."""
+    starts = np.zeros(len(columns) + 1, dtype=np.int64)
+    np.cumsum(columns[:, 1] - columns[:, 0], out=starts[1:])
+    return starts
+
+
 @njit(cache=True, nogil=True)
-def window_sums_add(Y, tau, columns, sign, sum_YY, sum_Yt):
-    """sum_YY += sign Y^T Y (its upper triangle only), sum_Yt += sign Y^T tau. Row k of Y is zero
-    outside the columns [columns[k, 0], columns[k, 1]) (a tree's joint k carries only the bodies
-    of its subtree)."""
+def pack_rows(Y, columns, starts, packed):
+    """packed[starts[k] + j] = Y[k, columns[k, 0] + j]: the columns of each row that can be non-zero."""
     for k in range(Y.shape[0]):
-        first, last = columns[k, 0], columns[k, 1]
-        yk = Y[k]
-        t = sign * tau[k]
-        for a in range(first, last):
-            ya = sign * yk[a]
-            sum_Yt[a] += yk[a] * t
-            row = sum_YY[a]
-            for b in range(a, last):
-                row[b] += ya * yk[b]
+        first, start = columns[k, 0], starts[k]
+        for j in range(columns[k, 1] - first):
+            packed[start + j] = Y[k, first + j]
 
 
 @njit(cache=True, nogil=True)
-def window_gradient(sum_YY, sum_Yt, phi, gradient):
-    """dL/dphi = sum_YY phi - sum_Yt, sum_YY kept in its upper triangle."""
-    n = phi.shape[0]
-    for a in range(n):
-        total = -sum_Yt[a]
-        for b in range(n):
-            total += (sum_YY[a, b] if a <= b else sum_YY[b, a]) * phi[b]
-        gradient[a] = total
+def window_follow_phi(phi, phi_window, in_sum, sum_YYphi):
+    """When phi differs from phi_window, the phi sum_YYphi was accumulated with: phi_window = phi and
+    sum_YYphi starts over, every sample of the window pending (in_sum 0)."""
+    for c in range(phi.shape[0]):
+        if phi[c] != phi_window[c]:
+            phi_window[:] = phi
+            sum_YYphi[:] = 0.0
+            in_sum[:] = 0.0
+            return
+
+
+@njit(cache=True, nogil=True)
+def window_sums_add(Y, tau, columns, starts, sign, with_YYphi, phi_window, sum_YYphi, sum_Yt):
+    """sum_Yt += sign Y^T tau and, with_YYphi, sum_YYphi += sign Y^T (Y phi_window), Y packed
+    (pack_rows): 4 nnz(Y) multiply-adds."""
+    for k in range(tau.shape[0]):
+        first, start = columns[k, 0], starts[k]
+        width = starts[k + 1] - start
+        t = sign * tau[k]
+        y_phi = 0.0
+        if with_YYphi:
+            y_phi = sign * _dot(Y, start, phi_window, first, width)
+        for j in range(width):
+            sum_Yt[first + j] += Y[start + j] * t
+            sum_YYphi[first + j] += Y[start + j] * y_phi
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dot(x, x_start, y, y_start, n):
+    """x[x_start: x_start + n] . y[y_start: y_start + n], four sums (not one chain of dependent adds)."""
+    s0 = s1 = s2 = s3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        s0 += x[x_start + j] * y[y_start + j]
+        s1 += x[x_start + j + 1] * y[y_start + j + 1]
+        s2 += x[x_start + j + 2] * y[y_start + j + 2]
+        s3 += x[x_start + j + 3] * y[y_start + j + 3]
+        j += 4
+    while j < n:
+        s0 += x[x_start + j] * y[y_start + j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True)
+def window_catch_up(Y_ring, columns, starts, oldest, count, limit, phi_window, in_sum, sum_YYphi):
+    """Up to `limit` pending samples of the window (the `count` slots from `oldest` on, in order) into
+    sum_YYphi, each Y^T (Y phi_window)."""
+    window = Y_ring.shape[0]
+    done = 0
+    for j in range(count):
+        if done == limit:
+            return
+        slot = (oldest + j) % window
+        if in_sum[slot] == 0.0:
+            Y = Y_ring[slot]
+            for k in range(columns.shape[0]):
+                first, start = columns[k, 0], starts[k]
+                width = starts[k + 1] - start
+                y_phi = _dot(Y, start, phi_window, first, width)
+                for c in range(width):
+                    sum_YYphi[first + c] += Y[start + c] * y_phi
+            in_sum[slot] = 1.0
+            done += 1
+
+
+@njit(cache=True, nogil=True)
+def window_push(Y_ring, tau_ring, columns, starts, slot, count, phi, phi_window, in_sum, sum_YYphi, sum_Yt):
+    """The sample leaving `slot` out of the sums (when the window is full: count == window), before
+    Y_ring[slot] (packed rows) and tau_ring[slot] take the new one (window_pushed)."""
+    window_follow_phi(phi, phi_window, in_sum, sum_YYphi)
+    if count == Y_ring.shape[0]:
+        window_sums_add(Y_ring[slot], tau_ring[slot], columns, starts, -1.0, in_sum[slot] != 0.0, phi_window,
+                        sum_YYphi, sum_Yt)
+        in_sum[slot] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def window_pushed(Y_ring, tau_ring, columns, starts, slot, count, phi_window, in_sum, sum_YYphi, sum_Yt):
+    """The new sample in Y_ring[slot], tau_ring[slot] into the sums, and up to CATCH_UP pending ones;
+    count: the samples in the window before it. Returns the new count."""
+    window = Y_ring.shape[0]
+    window_sums_add(Y_ring[slot], tau_ring[slot], columns, starts, 1.0, True, phi_window, sum_YYphi, sum_Yt)
+    in_sum[slot] = 1.0
+    count = min(count + 1, window)
+    window_catch_up(Y_ring, columns, starts, (slot + 1 - count) % window, count, CATCH_UP, phi_window, in_sum,
+                    sum_YYphi)
+    return count
+
+
+@njit(cache=True, nogil=True)
+def window_gradient(Y_ring, columns, starts, next_slot, count, phi, phi_window, in_sum, sum_YYphi, sum_Yt,
+                    gradient):
+    """dL/dphi = sum_k Y_k^T (Y_k phi - tau_k) = sum_YYphi - sum_Yt over the `count` samples before
+    slot `next_slot`: the pending samples (after phi changed) taken in first, all of them."""
+    window = Y_ring.shape[0]
+    window_follow_phi(phi, phi_window, in_sum, sum_YYphi)
+    window_catch_up(Y_ring, columns, starts, (next_slot - count) % window, count, window, phi_window, in_sum,
+                    sum_YYphi)
+    for c in range(gradient.shape[0]):
+        gradient[c] = sum_YYphi[c] - sum_Yt[c]
 
 
 @njit(cache=True, nogil=True)
