@@ -12,12 +12,15 @@
    loop thread's) and duration (wall clock).
 2. The same with one more process: a callback-based subscriber of /joint_states and the command
    topic (an executor calling Python per message, as `ros2 topic hz` or a plotter does).
-3. The loop against the number of joints, gradients on (the demo's settings: the parameter and
+3. The bundled arm in each control mode (MODES: collision detection on; the Cartesian impedance with
+   it), a light-listener run each: the tick's CPU time p50 / p99 and commands per second
+   (`python bench/bench_loop.py modes` runs only these).
+4. The loop against the number of joints, gradients on (the demo's settings: the parameter and
    joint-twist gradients every 100 ticks over a window of 200 samples): the demo's run above (the
    bundled arm7, 7 joints), then the same file on example-robot-data's talos_reduced (fixed base,
    32 joints) and tiago (48 joints) against the builtin simulator, each a light-listener run:
    commands per second, gap p99, tick CPU p50 / p99, and the tick CPU per joint.
-4. Time from process start to the first command on /effort_controller/commands, for a new bringup
+5. Time from process start to the first command on /effort_controller/commands, for a new bringup
    (bench/first_command.py: the bringup with a probe on its own node, started as a new process):
    with an empty Numba cache (NUMBA_CACHE_DIR a fresh temporary folder: every kernel compiles) and
    with a warm one (WARM_STARTS times: median and range).
@@ -215,6 +218,52 @@ def scaling_rows(config, arm_run):
     return rows
 
 
+def mode_config(config, controller, directory, name):
+    """The demo's parameter file with the controller's parameters `controller` added (dotted names)."""
+    import yaml
+    with open(config) as stream:
+        nodes = yaml.safe_load(stream)
+    for key, node in nodes.items():
+        if "controller" in key:
+            params = node["ros__parameters"]
+            for dotted, value in controller.items():
+                *groups, leaf = dotted.split(".")
+                level = params
+                for group in groups:
+                    level = level.setdefault(group, {})
+                level[leaf] = value
+    path = os.path.join(directory, name + ".yaml")
+    with open(path, "w") as stream:
+        yaml.safe_dump(nodes, stream)
+    return path
+
+
+MODES = {   # the control laws of the tick beside the demo's (joint computed torque, gradients on)
+    "joint + collision detection": {"collision.enabled": True, "collision.reaction": "report"},
+    "cartesian_impedance + collision detection": {"control.mode": "cartesian_impedance",
+                                                  "collision.enabled": True, "collision.reaction": "report"},
+}
+
+
+def mode_rows(config, arm_run):
+    """The light-listener loop of the bundled arm in each control mode: commands per second and the
+    tick's CPU time p50 / p99."""
+    runs = [("joint (the demo)",) + arm_run]
+    with tempfile.TemporaryDirectory() as directory:
+        for index, (mode, controller) in enumerate(MODES.items()):
+            listened, timer, _ = loop_run(mode_config(config, controller, directory, f"mode{index}"),
+                                          with_callbacks=False)
+            runs.append((mode, listened, timer))
+    rows = []
+    for mode, listened, _ in runs:
+        loop = listened["loop"]
+        gaps = np.diff(np.sort(np.array(listened["stamps"], dtype=np.int64))) * 1e-9
+        p50, p99 = (float(loop.get(f"tick cpu {p} [ms]", "nan")) * 1e3 for p in ("p50", "p99"))
+        rows.append(Row(f"arm7, {mode}: tick CPU p99", p99,
+                        note=f"p50 {p50:.0f} us; {gaps.size / gaps.sum():.0f} commands/s"))
+    return rows
+
+
 def run():
     from dyn_control.robots import config_dir
 
@@ -234,6 +283,7 @@ def run():
     rows.append(Row("process start -> first command, warm cache (median)", float(np.median(warm)) * 1e6,
                     note=f"= {np.median(warm):.2f} s, {WARM_STARTS} starts: {min(warm):.2f}-{max(warm):.2f} s"))
     rows.append(Row("process start -> first command, empty cache", cold * 1e6, note=f"= {cold:.2f} s"))
+    rows += mode_rows(config, arm_run)
     rows += scaling_rows(config, arm_run)
     return rows
 
@@ -242,6 +292,11 @@ if __name__ == "__main__":
     modes = {"bare-timer": bare_timer, "listener": listener, "callback-subscriber": callback_subscriber}
     if len(sys.argv) > 1 and sys.argv[1] in modes:
         modes[sys.argv[1]](float(sys.argv[2]))
+    elif sys.argv[1:] == ["modes"]:         # the control modes only
+        from dyn_control.robots import config_dir
+        demo = os.path.join(config_dir(), "demo.yaml")
+        for row in mode_rows(demo, loop_run(demo, with_callbacks=False)[:2]):
+            print(row.format())
     elif sys.argv[1:] == ["scaling"]:       # the loop against the number of joints only
         from dyn_control.robots import config_dir
         demo = os.path.join(config_dir(), "demo.yaml")
