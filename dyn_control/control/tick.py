@@ -4,7 +4,8 @@
 and `tick()` runs `controller_tick`, a single `@njit(nogil=True)` kernel, on them. The kernel composes
 the pieces of the control laws and estimators, each in its own module (shared with the closed
 chain's tick, closed_chain_tick.py): reference.py, safety.py, computed_torque.py,
-momentum_observer.py, parameter_gradient.py. Per tick:
+momentum_observer.py, parameter_gradient.py, and the tree's cartesian_impedance.py and collision.py.
+Per tick:
 
 1. the reference (q_d, v_d, a_d): a sine about `centre` (amplitude zero: hold), or a point the
    caller wrote (trajectories); joints not controlled follow their measured state. The tracked
@@ -28,22 +29,29 @@ momentum_observer.py, parameter_gradient.py. Per tick:
    - the joint-twist gradient's running sum of -dtau/deta_k^T (tau_k - rnea(q_k, v_k, a_k))
      (see model_derivatives.twist_derivatives), each term evaluated with the model of its sample;
    a reset (first sample, a gap in the stamps) restarts them all at the current state;
+   - with s[S_COLLISION_ON], collision detection on the observer's residual (collision.py): a
+     collision latches the reaction of s[S_REACTION] until the caller clears s[S_COLLIDED];
 3. the torque, by mode:
-   - tracking: computed torque rnea(q, v, a_cmd) + I_a a_cmd + F_v v_r + F_c sgn_s(v_r), a_cmd =
+   - tracking, joint mode (s[S_MODE] JOINT_MODE): computed torque rnea(q, v, a_cmd) + I_a a_cmd + F_v v_r + F_c sgn_s(v_r), a_cmd =
      a_r + kd (v_r - v) + kp (q_r - q) (minus the estimated external torque with compensation): the
      model's rotor inertia, and its joint friction as a feedforward at the reference velocity (at the
      measured one, noise around v = 0 would flip the Coulomb term's sign);
+   - tracking, Cartesian mode (CARTESIAN_MODE): the Cartesian impedance at the control frame,
+     + C(q, v) v + g(q) + the joint friction at the measured velocity (cartesian_impedance.py), the
+     equilibrium filtered toward the target each tick and restarted at the frame's pose on an anchor;
+   - reacting to a collision: stop and reflex, the joint law above on collision.reaction_reference;
+     float, g(q) - float_damping v;
    - braking (s[S_BRAKE], fresh joint states: the stop on deactivate): rnea(q, v, a_cmd) + I_a a_cmd,
      a_cmd = -brake_gain v (zero on the joints not controlled), which brakes every joint at the rate
      brake_gain whatever its inertia (no friction compensation while not tracking);
    - holding (s[S_SAFE], stale joint states): g(q) at the last sample, or zero (s[S_SAFE_ZERO]);
      no velocity term, since a stale velocity is an open-loop torque that accelerates the joint;
-   with the gravity compensated by the robot, g(q) is left out of all three; a non-finite result
+   with the gravity compensated by the robot, g(q) is left out of all of them; a non-finite result
    falls back to the held torque, then to zero; the result is clamped to the effort limits, zero on
-   the joints not controlled, and changes by at most max_step per tick (safety.rate_limit);
+   the joints not controlled, and changes by at most max_step per tick (safety.finish_command);
 4. on request, the wrench at the estimator's frame, w = (J J^T + d^2 I)^-1 J r, and the gradients:
    the inertial parameters' (above) and the joint terms' (armature, viscous, Coulomb per joint,
-   dL/dtheta from their own window sums, _joint_window), and the joint twists'.
+   dL/dtheta from their own window sums, parameter_gradient.joint_window_add), and the joint twists'.
 
 Flags and scalars are the entries of `s` (indices S_*). A tick allocates nothing.
 """
