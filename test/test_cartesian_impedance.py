@@ -290,3 +290,33 @@ def test_a_30_N_impulse_on_link_4_is_detected_within_10_ms_isolated_and_reacted_
         g = pin.computeGeneralizedGravity(pin_model, data, pin_q(pin_model, sim.q))
         feed(tick, 3.5, sim.q, sim.v)
         np.testing.assert_allclose(f.tau, g - 5.0 * sim.v, atol=1e-6)
+
+
+@pytest.mark.kernels
+def test_the_thresholds_grow_with_the_acceleration_and_isolation_takes_the_last_joint_above_the_lower():
+    from dyn_control.control.collision import COLLISION, CONTACT, NONE, detect
+    s = np.zeros(T.NS)
+    s[T.S_COLLISION_ACCEL_GAIN] = 0.5           # [N m s^2/rad]
+    lower, upper = np.full(4, 1.0), np.full(4, 3.0)
+    mask, snapshot = np.ones(4), np.zeros(4)
+    residual = np.array([2.5, 0.0, 1.5, 0.2])
+    # at rest: joint 0 and 2 above the lower threshold, none above the upper: a contact
+    assert not detect(s, residual, lower, upper, np.zeros(4), mask, snapshot)
+    assert s[T.S_COLLISION_LEVEL] == CONTACT and s[T.S_CONTACTS] == 1
+    # accelerating joint 2 at 2 rad/s^2 lifts its lower threshold to 2 N m; joint 0 at 4 rad/s^2 to 3
+    s[T.S_COLLISION_LEVEL] = NONE
+    assert not detect(s, residual, lower, upper, np.array([4.0, 0.0, 2.0, 0.0]), mask, snapshot)
+    assert s[T.S_COLLISION_LEVEL] == NONE
+    # a residual of 4 N m on joint 1 at rest: a collision, isolated to joint 2 (the last one above its
+    # lower threshold), the residual kept
+    residual[1] = 4.0
+    s[T.S_T] = 1.25
+    assert detect(s, residual, lower, upper, np.zeros(4), mask, snapshot)
+    assert s[T.S_COLLISION_LEVEL] == COLLISION and s[T.S_COLLISIONS] == 1
+    assert s[T.S_COLLISION_JOINT] == 2 and s[T.S_COLLISION_TIME] == 1.25
+    np.testing.assert_array_equal(snapshot, residual)
+    # the same level again is no new collision; a joint not controlled is not judged
+    assert not detect(s, residual, lower, upper, np.zeros(4), mask, snapshot)
+    mask[1] = 0.0
+    s[T.S_COLLISION_LEVEL] = NONE
+    assert not detect(s, residual, lower, upper, np.zeros(4), mask, snapshot)

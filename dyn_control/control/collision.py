@@ -4,7 +4,9 @@ Haddadin's residual-based scheme; Franka's lower and upper collision thresholds)
 Detection. The residual r (momentum_observer.py: the estimated external joint torque) against two
 per-joint thresholds that grow with the reference acceleration, where the model's errors grow
 (an inertia error of dM gives a residual of dM a):
-    threshold_i = base_i + acceleration_gain * |a_r,i|    [N m; a_r in rad/s^2]
+    threshold_i = base_i + acceleration_gain * |a_i|    [N m; a in rad/s^2]
+(a: the joint reference's acceleration a_r in joint mode; the estimated acceleration in Cartesian
+mode, which has no joint reference).
 A joint above its lower threshold is in **contact**; above its upper threshold, a **collision**.
 Detection starts SETTLING observer time constants (1 / K_O of its slowest joint) after each
 restart of the observer (arm_after_restart): its residual starts from zero and needs them to reflect
@@ -47,7 +49,7 @@ def arm_after_restart(s, observer_gain):
 
 
 @njit(cache=True, nogil=True)
-def detect(s, residual, lower, upper, a_r, mask, snapshot):
+def detect(s, residual, lower, upper, acceleration, mask, snapshot):
     """The level (NONE, CONTACT, COLLISION) of the residual against the thresholds (module
     docstring) on the controlled joints (mask 1), into s[S_COLLISION_LEVEL]. A rise to CONTACT
     counts in s[S_CONTACTS]; a rise to COLLISION counts in s[S_COLLISIONS], isolates the joint into
@@ -61,7 +63,7 @@ def detect(s, residual, lower, upper, a_r, mask, snapshot):
     for k in range(residual.shape[0]):
         if mask[k] == 0.0:
             continue
-        margin = gain * abs(a_r[k])
+        margin = gain * abs(acceleration[k])
         size = abs(residual[k])
         if size > lower[k] + margin:
             joint = k

@@ -405,8 +405,11 @@ def controller_tick(f, fo, ints, io):
 
     # collision detection on the observer's residual, once per new sample while tracking (collision.py)
     if s[S_COLLISION_ON] != 0.0 and tracking and s[S_NEW_SAMPLE] != 0.0 and s[S_ESTIMATE] != 0.0:
-        if detect(s, tau_ext, field1(f, fo, LOWER_THRESHOLD, nv), field1(f, fo, UPPER_THRESHOLD, nv), a_r, mask,
-                  field1(f, fo, COLLISION_RESIDUAL, nv)) and s[S_REACTION] != REPORT and s[S_COLLIDED] == 0.0:
+        # the thresholds grow with the joint reference's acceleration, or in Cartesian mode (no joint
+        # reference) with the estimated one
+        acceleration = a_r if s[S_MODE] == JOINT_MODE else field1(f, fo, ACCELERATION, nv)
+        if detect(s, tau_ext, field1(f, fo, LOWER_THRESHOLD, nv), field1(f, fo, UPPER_THRESHOLD, nv), acceleration,
+                  mask, field1(f, fo, COLLISION_RESIDUAL, nv)) and s[S_REACTION] != REPORT and s[S_COLLIDED] == 0.0:
             start_reaction(s, q, tau_ext, mask, field1(f, fo, Q_C, nv), field1(f, fo, RETREAT, nv))
 
     # 3. the torque. Held (stale joint states): g(q) or zero. Braking (fresh joint states): the
