@@ -6,8 +6,9 @@ with autostart), each in a process group of its own; once commands flow, SIGINT 
 groups twice, `gap` seconds apart (the second one lands during the clean stop, or in the
 interpreter's exit after it). Both processes must exit with code 0 and no traceback, and the last
 command recorded here (reliable, every message kept, with its DDS source timestamp) must have been
-published after the first signal (the command the controller publishes as it deactivates) and be
-finite. (Each node's start-up log names the entry of its parameter file that applied to it.)
+published after the first signal (the controller deactivates) and be the safe command: Pinocchio's
+g(q), clipped to the effort limits, at one of the simulator's last joint states (the controller may
+not have received the very last one), with no velocity term. (Each node's start-up log names the entry of its parameter file that applied to it.)
 """
 import math
 import os
@@ -16,10 +17,13 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+import pinocchio as pin
 import pytest
 import rclpy
 import ros_harness  # noqa: F401  (this process's own ROS domain, inherited by the node processes)
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 import dyn_control as dc
@@ -47,12 +51,15 @@ def test_a_second_sigint_during_a_clean_stop_is_no_crash(tmp_path, gap):
     rclpy.init(context=context)
     node = rclpy.create_node("ctrl_c_watcher", context=context)
     commands = qos.PolledSubscription(node, Float64MultiArray, "/effort_controller/commands", EVERY_MESSAGE)
+    states = qos.PolledSubscription(node, JointState, "/joint_states", EVERY_MESSAGE)
+    positions = []         # the simulator's joint positions, in arrival order
     processes = [start("controller", params), start("simulator", params)]
     received = []          # (source timestamp [ns], command)
 
     def drain():
         while (taken := commands.take_with_info()) is not None:
             received.append((taken[1]["source_timestamp"], list(taken[0].data)))
+        positions.extend(list(m.position) for m in iter(states.take, None))
     try:
         deadline = time.monotonic() + 120.0
         while len(received) < 300 and time.monotonic() < deadline:
@@ -81,3 +88,9 @@ def test_a_second_sigint_during_a_clean_stop_is_no_crash(tmp_path, gap):
     last_time, last = max(received, key=lambda r: r[0])
     assert last_time > signalled, "no command published after the signal (the one of the deactivation)"
     assert all(math.isfinite(x) for x in last), last
+    model = pin.buildModelFromUrdf(URDF)
+    limits = np.asarray(dc.load_urdf(URDF).effort_limit)
+    data = model.createData()
+    safe = [np.clip(pin.computeGeneralizedGravity(model, data, np.array(q)), -limits, limits) for q in positions[-50:]]
+    closest = min(np.abs(np.asarray(last) - g).max() for g in safe)
+    assert closest < 1e-9, f"the last command is {closest:.3g} N m from g(q) at every one of the last 50 states"

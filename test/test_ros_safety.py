@@ -335,6 +335,34 @@ def test_safe_mode_final_silent_then_zero(active):
         injector.set_parameters(safe_mode_timeout=60.0, safe_mode_final="silent")
 
 
+def test_silent_goes_quiet_only_after_the_hold_torque_went_out(active):
+    """The defaults (safe_mode_timeout = watchdog_timeout, final silent) with a real rate limit: a
+    robot that holds its last command (ros2_control's forward controllers) must hold g(q_last), not
+    the last tracking torque with its velocity term. So the command ramps from the tracking torque
+    to Pinocchio's g(q) at the last state within the rate limit, and only then goes quiet."""
+    _, injector = active
+    rate_limit = 500.0      # [N m/s]: 1 N m per tick at 500 Hz
+    max_step = rate_limit / RATE_HZ
+    tracking, held = computed_torque(), held_torque()
+    assert np.abs(tracking - held).max() > 3 * max_step, "the ramp must take several ticks to be judged"
+    assert all(r.successful for r in injector.set_parameters(torque_rate_limit=[rate_limit],
+                                                             safe_mode_timeout=WATCHDOG))
+    try:
+        drain(injector.commands)
+        injector.message = None
+        time.sleep(WATCHDOG + 0.5)
+        commands = np.array([list(m.data) for m in drain(injector.commands)])
+        assert len(injector.commands_for(0.2)) == 0, "commands went on after the hold torque went out"
+        assert len(commands) > 0
+        np.testing.assert_allclose(commands[-1], held, atol=1e-9, err_msg="the held command is not g(q_last)")
+        ramp = commands[np.abs(commands - tracking).max(axis=1) > 1e-9]      # the commands after the last fresh one
+        assert len(ramp) >= int(np.abs(tracking - held).max() / max_step), "a step to g(q) without the rate limit"
+        steps = np.abs(np.diff(np.vstack([tracking, ramp]), axis=0)).max()
+        assert steps <= max_step + 1e-9, f"a command step of {steps} N m above the rate limit's {max_step}"
+    finally:
+        injector.set_parameters(torque_rate_limit=[1e7], safe_mode_timeout=60.0)
+
+
 def test_joint_states_stamped_ahead_are_refused(active):
     """A joint state stamped an hour ahead is refused and counted; the real ones go on being taken."""
     controller, injector = active

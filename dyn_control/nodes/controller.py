@@ -789,6 +789,7 @@ class ControllerNode(LoopNode):
             return      # no joint state yet: nothing to command
         if self._watchdog(now):
             return      # silent: no command, and the rate limit goes on from the last one published
+        limited = c.s[T.S_RATE_LIMITED]
         t = (c.reader.stamp - c.start_stamp) * 1e-9
         k = c.tick
         publish_phase = k % c.publish_period
@@ -818,6 +819,8 @@ class ControllerNode(LoopNode):
         c.command_raw.views["data"][:] = c.tick_kernel.f.command
         c.command_out.publish()
         c.commanded = True
+        if c.safe:
+            c.hold_published = s[T.S_RATE_LIMITED] == limited     # the hold torque went out whole
         c.tick += 1
         if s[T.S_CONTACTS] != c.seen_contacts or s[T.S_COLLISIONS] != c.seen_collisions:
             self._publish_collision_event()
@@ -852,7 +855,10 @@ class ControllerNode(LoopNode):
     def _watchdog(self, now):
         """Safe mode from the age of the newest valid joint state: stale for watchdog_timeout -> hold
         (g(q) at the last state, or zero); for safe_mode_timeout -> safe_mode_final. Leaving it
-        re-anchors the reference at the measured state. True when no command is to be published."""
+        re-anchors the reference at the measured state. True when no command is to be published:
+        silent goes quiet only once the rate limit has brought the command to the hold torque, so
+        that a robot which holds its last command (ros2_control's forward controllers) holds one
+        without a velocity term, never the last tracking torque."""
         c = self._configured
         age = now - c.last_sample_time
         stale = age > c.watchdog_timeout
@@ -861,6 +867,7 @@ class ControllerNode(LoopNode):
             c.safe = stale
             if stale:
                 c.watchdog_trips += 1
+                c.hold_published = False
                 self.get_logger().error(f"safe mode ({c.safe_mode}): no valid joint state for {age:.3f} s")
             else:
                 c.s[T.S_ANCHOR] = 1.0
@@ -873,7 +880,7 @@ class ControllerNode(LoopNode):
                                         f"{c.safe_mode_final}")
         c.s[T.S_SAFE] = stale
         c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero" or (final and c.safe_mode_final == "zero")
-        return final and c.safe_mode_final == "silent"
+        return final and c.safe_mode_final == "silent" and c.hold_published
 
     def _take_joint_state(self, now):
         """Take every queued joint state and parse them newest first until one is accepted: the
@@ -1150,6 +1157,7 @@ class _Configured:
     estimator_restarts = 0
     reference_point = None
     safe = False
+    hold_published = False      # in safe mode: the hold torque has gone out whole (not rate-limited)
     new_sample = False
     adaptation = None
     commanded = False       # a command was published since configure

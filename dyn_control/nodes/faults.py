@@ -4,7 +4,9 @@ Each scenario brings up the bundled arm's controller and simulator (`bringup`, e
 process, the demo's sine: 0.3 rad at 0.5 Hz on every joint) with a relay (relay.py, a process of its
 own) between the simulator's /joint_states and the controller, which listens to
 /relayed/joint_states. While the simulated robot goes on, faults come at set times:
-- outages: the relay drops the joint states for 0.05, 0.2, 0.5 and 1 s;
+- outages: the relay drops the joint states for 0.05, 0.2, 0.5 and 1 s; and for 1 s with the
+  simulator holding the last command it received (as ros2_control's forward controllers do), so
+  the controller's last command before it falls silent is what the robot applies through the outage;
 - pause: SIGSTOP of the controller's process for 1 s (SIGCONT after);
 - stop: deactivate the controller, the simulator holding its last command (as ros2_control's
   forward controllers do); activate it again; then lifecycle shutdown from active.
@@ -39,6 +41,7 @@ RATE_LIMIT = 1000.0          # [N m/s], the controller's default
 TRACKING_TOLERANCE = 1e-3    # [rad]
 WINDOW_AFTER = 2.0           # [s] judged after a fault's end
 OUTAGES = (0.05, 0.2, 0.5, 1.0)
+HELD_OUTAGE = "outage 1 s, command held"     # the robot holds the last command it received
 AMPLITUDE, FREQUENCY = 0.3, 0.5      # [rad], [Hz]: the demo's sine
 # joint friction of a geared arm (config/demo_mismatch.yaml's): viscous [N m s/rad], Coulomb [N m]
 JOINT_FRICTION = {"viscous_friction": [1.0, 1.0, 0.8, 0.8, 0.2, 0.2, 0.1],
@@ -218,11 +221,12 @@ def run_scenarios(oracle=None, folder=None):
         folder = folder or scratch
         outages = run([(4.0 * (k + 1), f"outage {d:g} s", outage(d)) for k, d in enumerate(OUTAGES)],
                       4.0 * len(OUTAGES) + 6.0, False, folder)
+        held = run([(4.0, HELD_OUTAGE, outage(1.0))], 8.0, True, folder)
         paused = run([(4.0, "SIGSTOP 1 s", pause(1.0))], 8.0, False, folder)
         stops = run([(4.0, "deactivate", lifecycle("deactivate")), (8.0, "activate", lifecycle("activate")),
                      (12.5, "shutdown", lifecycle("active_shutdown"))], 16.0, True, folder)
     figures = {}
-    for monitor in (outages, paused, stops):
+    for monitor in (outages, held, paused, stops):
         for name, window in monitor.windows.items():
             if name == "activate":
                 continue
@@ -230,7 +234,7 @@ def run_scenarios(oracle=None, folder=None):
             # after a shutdown
             recovery_after = {"deactivate": monitor.windows.get("activate"), "shutdown": None}.get(name, window)
             figures[name] = judge(monitor, window, recovery_after, oracle, stopped=name in ("deactivate", "shutdown"))
-    return figures, [m.code for m in (outages, paused, stops)]
+    return figures, [m.code for m in (outages, held, paused, stops)]
 
 
 def judge(monitor, window, recovery_after, oracle, stopped=False):
