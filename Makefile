@@ -15,8 +15,10 @@ CONTROL_MSGS_STAMP := $(VENV)/.installed-control-msgs
 CONTROL_MSGS_BUILD := build/control_msgs
 CMAKE ?= cmake
 # the loop kernels compiled into the Numba cache (as setup.py's install step does for an installed
-# copy), so that the nodes of the demo and of the suite start in seconds; again after a change of
-# the sources (only what changed compiles). The stamp lives in the cache it stands for.
+# copy), so that the nodes of the demo and of the suite start in seconds; again, into an emptied
+# cache, after a change of the sources: Numba keys a function's cache entry on its own file only, so
+# a tick compiled before a change of a kernel it calls from another module would be loaded stale.
+# The stamp lives in the cache it stands for.
 KERNELS_STAMP := $(NUMBA_CACHE_DIR)/.dyn_control-compiled
 SOURCES := $(shell find dyn_control -name '*.py')
 
@@ -56,6 +58,7 @@ $(TEST_STAMP): $(RUN_STAMP) $(CONTROL_MSGS_STAMP) requirements/test.txt
 	touch $@
 
 $(KERNELS_STAMP): $(RUN_STAMP) $(SOURCES)
+	rm -rf $(NUMBA_CACHE_DIR)
 	mkdir -p $(NUMBA_CACHE_DIR)
 	$(VENV)/bin/dyn-control compile
 	touch $@

@@ -3,7 +3,10 @@ processes, an rclpy ActionClient here), one bringup for a sequence of goals:
 1. a 3-point goal by joint name (a subset, out of order, with velocities) succeeds, and the
    simulated robot is then within the goal tolerance of the last point; its feedback's actual state
    is the simulator's and error = desired - actual;
-2. a goal naming an unknown joint is aborted with INVALID_JOINTS, naming it;
+2. a goal naming an unknown joint is aborted with INVALID_JOINTS, naming it; one whose times
+   decrease with INVALID_GOAL; one that the arm cannot follow (0.15 rad in 0.1 s, the torque's rate
+   limited) with a goal tolerance of 1e-5 rad and a goal_time_tolerance of 1 ms with
+   GOAL_TOLERANCE_VIOLATED, and the reference holds where the arm was;
 3. a goal preempted by a second one is aborted (INVALID_GOAL, "preempted"), the second succeeds;
 4. a canceled goal ends CANCELED and the reference holds where the arm was;
 5. a push on the tool by the simulator's external wrench breaks a goal's path tolerance:
@@ -65,8 +68,9 @@ def duration(t):
     return Duration(sec=int(t), nanosec=int(round(t % 1 * 1e9)))
 
 
-def goal(names, points, path_tolerance=None):
-    """points: (time, positions, velocities or None)."""
+def goal(names, points, path_tolerance=None, goal_tolerance=None, goal_time=None):
+    """points: (time, positions, velocities or None); path_tolerance: the position tolerance of
+    every joint; goal_tolerance: {joint: position tolerance}; goal_time [s]."""
     g = FollowJointTrajectory.Goal()
     g.trajectory.joint_names = names
     for t, positions, velocities in points:
@@ -75,6 +79,11 @@ def goal(names, points, path_tolerance=None):
     if path_tolerance is not None:
         from control_msgs.msg import JointTolerance
         g.path_tolerance = [JointTolerance(name=name, position=path_tolerance) for name in JOINTS]
+    if goal_tolerance is not None:
+        from control_msgs.msg import JointTolerance
+        g.goal_tolerance = [JointTolerance(name=name, position=t) for name, t in goal_tolerance.items()]
+    if goal_time is not None:
+        g.goal_time_tolerance = duration(goal_time)
     return g
 
 
@@ -133,6 +142,12 @@ class Scenario(RecordingMonitor):
         self.result("three points", 10.0)
         self.send("unknown joint", goal(["arm7_joint1", "bogus_joint"], [(1.0, [0.1, 0.2], None)]))
         self.result("unknown joint", 5.0)
+        self.send("decreasing times", goal(["arm7_joint1"], [(1.0, [0.1], None), (0.5, [0.2], None)]))
+        self.result("decreasing times", 5.0)
+        self.send("goal missed", goal(["arm7_joint1"], [(0.1, [0.15], [0.0])], path_tolerance=-1.0,
+                                      goal_tolerance={"arm7_joint1": 1e-5}, goal_time=0.001))
+        self.result("goal missed", 5.0)
+        time.sleep(1.5)
         self.send("preempted", goal(["arm7_joint1"], [(4.0, [0.4], None)]))
         time.sleep(0.6)
         self.send("preempting", goal(["arm7_joint1"], [(1.5, [-0.2], [0.0])]))
@@ -214,7 +229,7 @@ def run(tmp_path_factory):
     monitor = Scenario()
     params = write_parameter_file(tmp_path_factory.mktemp("fjt") / "params.yaml",
                                   {"dyn_controller": controller, "dyn_simulator": simulator})
-    code = bringup(params, 27.0, monitor)
+    code = bringup(params, 30.0, monitor)
     assert code == 0
     assert monitor.error is None, f"scenario failed: {monitor.error!r}"
     assert monitor.done, "the scenario did not finish within the run"
@@ -292,6 +307,18 @@ def test_an_unknown_joint_is_invalid_joints(run):
     assert "bogus_joint" in r["reason"]
 
 
+def test_a_goal_whose_times_decrease_is_invalid_goal(run):
+    r = expect(run, "decreasing times", GoalStatus.STATUS_ABORTED, Result.INVALID_GOAL)
+    assert r["reason"], "no error_string"
+
+
+def test_a_goal_not_reached_within_goal_time_tolerance_is_goal_tolerance_violated_and_holds(run):
+    r = expect(run, "goal missed", GoalStatus.STATUS_ABORTED, Result.GOAL_TOLERANCE_VIOLATED)
+    assert "goal_time_tolerance 0.001" in r["reason"] and "arm7_joint1 position error" in r["reason"], r["reason"]
+    hold = held_reference(run, "goal missed", after=0.2, span=0.7)
+    assert abs(hold[0] - 0.15) > 1e-5, "the arm was within the goal tolerance"
+
+
 def test_a_new_goal_preempts_the_active_one(run):
     old = expect(run, "preempted", GoalStatus.STATUS_ABORTED, Result.INVALID_GOAL)
     assert "preempted" in old["reason"]
@@ -358,14 +385,14 @@ def rejections(run):
 
 def test_a_trajectory_beyond_max_points_is_refused_counted_and_never_stalls_the_loop(run):
     values = rejections(run)
-    assert int(values["rejected trajectories"]) == 2, values      # the unknown joint's goal and this one
+    assert int(values["rejected trajectories"]) == 3, values      # the unknown joint's and the decreasing times' goals, and this one
     assert values["last rejected reference or trajectory"].startswith("~/joint_trajectory: larger than")
     start = run.marks["big"]
     assert loop_stalls(run, start - 100_000_000, start + 2_000_000_000) == []
 
 
 def test_a_trajectory_of_max_points_is_accepted_followed_and_never_stalls_the_loop(run):
-    assert int(rejections(run)["rejected trajectories"]) == 2
+    assert int(rejections(run)["rejected trajectories"]) == 3
     start = run.marks["largest"]
     assert loop_stalls(run, start - 100_000_000, start + 2_000_000_000) == []
     # followed: arm7_joint1's reference rises at 0.05 rad / 10 s (judged from 0.5 to 1.5 s after it was sent)

@@ -20,9 +20,10 @@ LIMITS = np.asarray(MODEL.effort_limit)
 KP, KD = 400.0, 40.0
 
 
-def blended(elapsed, duration, offset_q, offset_v, q_d, v_d, a_d):
+def blended(elapsed, duration, offset_q, offset_v, q_d, v_d, a_d, velocity_duration=None):
     out = [np.zeros_like(q_d) for _ in range(3)]
-    blending = safety.blend_reference(elapsed, duration, offset_q, offset_v, q_d, v_d, a_d, *out)
+    velocity_duration = duration if velocity_duration is None else velocity_duration
+    blending = safety.blend_reference(elapsed, duration, velocity_duration, offset_q, offset_v, q_d, v_d, a_d, *out)
     return blending, out
 
 
@@ -44,19 +45,39 @@ def test_blend_starts_at_the_measured_state_and_joins_the_reference_smoothly():
     assert np.array_equal(q_r, q_d) and np.array_equal(v_r, v_d) and np.array_equal(a_r, a_d)
 
 
-def test_blend_velocity_and_acceleration_are_the_derivatives_of_its_position():
-    """With a constant reference, v_r and a_r are the central differences of q_r and v_r in time."""
+@pytest.mark.parametrize("velocity_duration", [1.3, 0.6])
+def test_blend_velocity_and_acceleration_are_the_derivatives_of_its_position(velocity_duration):
+    """With a constant reference, v_r and a_r are the central differences of q_r and v_r in time,
+    also where the velocity offset has died out before the position offset (T_v < T)."""
     rng = np.random.default_rng(1)
     zero = np.zeros(NV)
     q_d = rng.normal(size=NV)
     offset_q, offset_v = rng.normal(size=(2, NV))
     duration, h = 1.3, 1e-5
     for elapsed in (0.1, 0.5, 0.77, 1.2):
-        _, (_, v_r, a_r) = blended(elapsed, duration, offset_q, offset_v, q_d, zero, zero)
-        _, (q_plus, v_plus, _) = blended(elapsed + h, duration, offset_q, offset_v, q_d, zero, zero)
-        _, (q_minus, v_minus, _) = blended(elapsed - h, duration, offset_q, offset_v, q_d, zero, zero)
+        _, (_, v_r, a_r) = blended(elapsed, duration, offset_q, offset_v, q_d, zero, zero, velocity_duration)
+        _, (q_plus, v_plus, _) = blended(elapsed + h, duration, offset_q, offset_v, q_d, zero, zero, velocity_duration)
+        _, (q_minus, v_minus, _) = blended(elapsed - h, duration, offset_q, offset_v, q_d, zero, zero,
+                                           velocity_duration)
         np.testing.assert_allclose(v_r, (q_plus - q_minus) / (2 * h), rtol=1e-7, atol=1e-7)
         np.testing.assert_allclose(a_r, (v_plus - v_minus) / (2 * h), rtol=1e-6, atol=1e-6)
+
+
+def test_a_long_blend_does_not_carry_the_measured_velocity_on():
+    """A position offset of 3 rad blends over 11.25 s at 0.5 rad/s; a velocity offset of 2 rad/s
+    dies out within T_v = 1 s: from then on the blend moves no faster than the position offset's
+    15/8 x 0.5 rad/s, and the velocity's excursion is at most max H1 = 16/81 (at s = 1/3) x 2 rad/s x 1 s."""
+    controlled = np.arange(1)
+    offset_q, offset_v = np.array([3.0]), np.array([2.0])
+    duration = safety.blend_duration(offset_q, controlled, 1.0, 0.5)
+    assert duration == pytest.approx(11.25)
+    zero = np.zeros(1)
+    times = np.linspace(0.0, duration, 4001)
+    rows = [blended(t, duration, offset_q, offset_v, zero, zero, zero, 1.0)[1] for t in times]
+    q_r, v_r = np.array([r[0][0] for r in rows]), np.array([r[1][0] for r in rows])
+    assert np.abs(v_r[times >= 1.0]).max() <= 1.875 * 0.5 + 1e-9
+    position_part = offset_q[0] * np.array([1 - 10 * s ** 3 + 15 * s ** 4 - 6 * s ** 5 for s in times / duration])
+    assert np.abs(q_r - position_part).max() <= 16 / 81 * 2.0 * 1.0 + 1e-12
 
 
 def test_rate_limit_bounds_every_step_and_counts():
@@ -80,7 +101,9 @@ def make_tick():
 
 def step(tick, t, q, v, anchor=False):
     tick.f.q[:], tick.f.v[:] = q, v
-    tick.s[T.S_T], tick.s[T.S_NEW_SAMPLE], tick.s[T.S_ANCHOR] = t, 1.0, anchor
+    tick.s[T.S_T], tick.s[T.S_NEW_SAMPLE] = t, 1.0
+    if anchor:
+        tick.s[T.S_ANCHOR] = 1.0     # as the node sets it; the tick clears it when it anchors
     tick.tick()
     tick.s[T.S_NEW_SAMPLE] = 0.0
 
@@ -145,6 +168,60 @@ def test_a_large_offset_blends_slower():
     # the offset's peak speed is then the bound
     duration = safety.blend_duration(offset, controlled, 1.0, 0.5)
     zero = np.zeros(3)
-    speeds = [np.abs(blended(t, duration, offset, zero, zero, zero, zero)[1][1]).max()
+    speeds = [np.abs(blended(t, duration, offset, zero, zero, zero, zero, 1.0)[1][1]).max()
               for t in np.linspace(0.0, duration, 401)]
     assert max(speeds) == pytest.approx(0.5, rel=1e-4)
+
+
+def test_an_anchor_from_a_fast_state_brakes_first_then_blends():
+    """Faster than the brake speed, a pending anchor waits: the command is Pinocchio's
+    rnea(q, v, -braking_gain v) (the braking law at the fresh state), tick after tick, counted once;
+    once every joint is slower, the anchor is taken and the command is rnea(q, v, a_d) again (the
+    blend starts at the measured state)."""
+    tick = make_tick()
+    centre = MODEL.neutral_configuration()
+    tick.f.centre[:] = centre
+    gain = 5.0
+    tick.f.brake_gain[:] = gain
+    tick.s[T.S_BLEND_TIME], tick.s[T.S_BLEND_SPEED], tick.s[T.S_BRAKE_SPEED] = 0.5, 100.0, 1.0
+    step(tick, 0.0, centre, np.zeros(NV))
+    q = centre + 0.3
+    v = np.zeros(NV)
+    v[1] = 2.0                         # a falling shoulder
+    for k, t in enumerate((1.0, 1.001)):
+        step(tick, t, q, v, anchor=k == 0)
+        expected = pin.rnea(PIN, PIN_DATA, q, v, -gain * v)
+        assert (np.abs(expected) < LIMITS).all()
+        np.testing.assert_allclose(tick.f.command, expected, rtol=1e-12, atol=1e-10)
+        assert tick.s[T.S_ANCHOR] == 1.0 and tick.s[T.S_BRAKINGS_FIRST] == 1
+    v[1] = 0.5                         # braked below the brake speed
+    step(tick, 1.2, q, v)
+    assert tick.s[T.S_ANCHOR] == 0.0 and tick.s[T.S_BRAKING_FIRST] == 0.0
+    expected = np.clip(pin.rnea(PIN, PIN_DATA, q, v, np.zeros(NV)), -LIMITS, LIMITS)
+    np.testing.assert_allclose(tick.f.command, expected, rtol=1e-12, atol=1e-10)
+
+
+def test_braking_beyond_the_effort_limits_slows_every_joint_at_one_rate():
+    """A falling arm (6 rad/s on the shoulder, 4 on the elbow): the braking torque of a = -k v would
+    exceed the effort limits. The command stays within them, and Pinocchio's forward dynamics of
+    it, aba(q, v, command), is a = -alpha k v with one alpha in (0, 1) for every joint: no joint is
+    sped up by another's saturation."""
+    tick = make_tick()
+    centre = MODEL.neutral_configuration()
+    tick.f.centre[:] = centre
+    gain = 20.0
+    tick.f.brake_gain[:] = gain
+    tick.s[T.S_BRAKE_SPEED] = 1.0
+    step(tick, 0.0, centre, np.zeros(NV))
+    q = centre + 0.3
+    v = np.array([1.0, 6.0, -2.0, 4.0, 3.0, -5.0, 8.0])
+    step(tick, 1.0, q, v, anchor=True)
+    assert tick.s[T.S_BRAKING_FIRST] == 1.0
+    unscaled = pin.rnea(PIN, PIN_DATA, q, v, -gain * v)
+    assert (np.abs(unscaled) > LIMITS).any(), "the case must saturate"
+    command = tick.f.command
+    assert (np.abs(command) <= LIMITS + 1e-9).all()
+    a = pin.aba(PIN, PIN_DATA, q, v, command)
+    alpha = a / (-gain * v)
+    assert 0.0 < alpha.min() and alpha.max() < 1.0
+    np.testing.assert_allclose(alpha, alpha[0], rtol=1e-9)

@@ -203,8 +203,9 @@ def closed_chain_tick(f, fo, ints, io):
     q_r = field1(f, fo, Q_R, nv)
     v_r = field1(f, fo, V_R, nv)
     a_r = field1(f, fo, A_R, nv)
-    tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv),
-                      field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
+    if tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv),
+                         field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r):
+        tracking = False        # too fast to re-anchor: brake first (safety.py)
 
     # 2. the loop closure from the measured state
     q_sample = field1(f, fo, Q_SAMPLE, nv)

@@ -104,6 +104,28 @@ def braking_acceleration(v, brake_gain, mask, out):
         out[k] = -brake_gain[k] * v[k] * mask[k]
 
 
+@njit(cache=True, nogil=True)
+def scale_within_limits(tau, bias, limit, mask):
+    """tau = bias + alpha (tau - bias), with bias = C(q, v) v + g(q) and the largest alpha in [0, 1]
+    that keeps every joint of mask 1 within +-limit (a joint whose bias alone exceeds its limit is
+    left to the clamp). For the braking torque tau = rnea(q, v, -brake_gain v): clamping joints one
+    by one would give the others the saturated joints' share (the light wrist spun up while the
+    shoulder saturated); scaled, every joint decelerates at the same fraction of its rate,
+    a = -alpha brake_gain v, so none is sped up. Returns alpha."""
+    alpha = 1.0
+    for k in range(tau.shape[0]):
+        b, d = bias[k], tau[k] - bias[k]
+        if mask[k] == 0.0 or abs(b) >= limit[k]:
+            continue
+        if b + d > limit[k]:
+            alpha = min(alpha, (limit[k] - b) / d)
+        elif b + d < -limit[k]:
+            alpha = min(alpha, (-limit[k] - b) / d)
+    for k in range(tau.shape[0]):
+        tau[k] = bias[k] + alpha * (tau[k] - bias[k])
+    return alpha
+
+
 def clamp_effort(tau, limits, out=None):
     """tau clamped to [-limits, limits] per joint (symmetric; inf: no clamp), e.g. model.effort_limit."""
     tau = np.asarray(tau, dtype=np.float64)

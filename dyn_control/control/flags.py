@@ -14,7 +14,7 @@ __all__ = [
     "S_MODE", "S_TARGET_ALPHA", "S_TARGET_SET", "S_DAMPING_RATIO", "S_SINGULAR_DAMPING", "S_COLLISION_ON",
     "S_REACTION", "S_COLLISION_ACCEL_GAIN", "S_REFLEX_DISTANCE", "S_REFLEX_DURATION",
     "S_POSE_OK", "S_COLLISION_LEVEL", "S_COLLIDED", "S_COLLISION_JOINT", "S_COLLISION_TIME", "S_CONTACTS",
-    "S_COLLISIONS", "S_DETECT_FROM",
+    "S_COLLISIONS", "S_DETECT_FROM", "S_BRAKE_SPEED", "S_BRAKING_FIRST", "S_BRAKINGS_FIRST",
     "NS", "JOINT_MODE", "CARTESIAN_MODE",
 ]
 
@@ -51,6 +51,9 @@ __all__ = [
     # (after the observer's restart has settled)
     S_POSE_OK, S_COLLISION_LEVEL, S_COLLIDED, S_COLLISION_JOINT, S_COLLISION_TIME, S_CONTACTS,
     S_COLLISIONS, S_DETECT_FROM,
-    NS) = range(57)
+    # re-engagement (safety.py): the speed [rad/s] above which an anchor waits while the arm brakes
+    # (input); braking before an anchor now (state); such brakings counted (output)
+    S_BRAKE_SPEED, S_BRAKING_FIRST, S_BRAKINGS_FIRST,
+    NS) = range(60)
 
 JOINT_MODE, CARTESIAN_MODE = 0.0, 1.0     # values of s[S_MODE]

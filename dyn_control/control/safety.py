@@ -5,13 +5,21 @@ blend of the reference, the torque without fresh joint states, and the checks ev
 Re-engagement. After activation, after safe mode, after a gap in the joint states and after a
 tracking error above the limit, the reference is re-anchored at the measured state: with t0 the
 time of the anchor, offset_q = q - q_d(t0) and offset_v = v - v_d(t0), the tracked reference is
-    q_r(t) = q_d(t) + offset_q H0(s) + offset_v T H1(s),   s = (t - t0) / T in [0, 1],
+    q_r(t) = q_d(t) + offset_q H0(s) + offset_v T_v H1(s_v),
+    s = (t - t0) / T,  s_v = min((t - t0) / T_v, 1),
 with the quintic Hermite bases
     H0(s) = 1 - 10 s^3 + 15 s^4 - 6 s^5,   H1(s) = s - 6 s^3 + 8 s^4 - 3 s^5
 (H0(0) = 1, H1'(0) = 1, every other value, slope and curvature zero at both ends), and v_r, a_r
-its derivatives. T is `reengage.duration`, or longer where an offset would otherwise move faster
-than `reengage.max_velocity` (blend_duration). So the reference starts at the measured position and velocity (no error to act
+its derivatives. T is `reengage.duration`, or longer where the position offset would otherwise
+move faster than `reengage.max_velocity` (blend_duration); T_v is `reengage.duration`: the velocity
+offset dies out within it whatever T (over a long T it would carry the measured velocity on for
+seconds: max H1 = 16/81 at s_v = 1/3, an excursion of 16/81 |offset_v| T_v at most). So the reference starts at the measured position and velocity (no error to act
 on, hence no torque step) and joins q_d after T seconds with continuous velocity and acceleration.
+A blend carries the measured velocity into the reference; from a fast state (an arm that fell or
+was pushed while the controller was blind) the reference would run on where the torque limits
+cannot follow, and every error re-anchor would take the new speed up again. So while a controlled
+joint is faster than `reengage.brake_speed`, the anchor waits and the arm brakes (the computed
+torque of a = -braking_gain v, at the fresh state); the blend starts once every joint is slower.
 
 Torque-rate limit. Every command differs from the previous one by at most `max_step` per joint
 (the rate limit times the loop's period), whatever the mode and its switches (as Franka's robots
@@ -22,7 +30,7 @@ from numba import njit
 
 from ..kernels.inputs import all_finite
 from .flags import (S_ANCHOR, S_ANCHORS, S_BLEND_SPAN, S_BLEND_SPEED, S_BLEND_START, S_BLEND_TIME, S_BLENDING,
-                    S_ERROR_ANCHORS, S_ERROR_COUNT, S_ERROR_LIMIT, S_ERROR_SQ, S_NEW_SAMPLE, S_NON_FINITE,
+                    S_BRAKE_SPEED, S_BRAKING_FIRST, S_BRAKINGS_FIRST, S_ERROR_ANCHORS, S_ERROR_COUNT, S_ERROR_LIMIT, S_ERROR_SQ, S_NEW_SAMPLE, S_NON_FINITE,
                     S_RATE_LIMITED, S_T)
 
 
@@ -35,9 +43,10 @@ def anchor(q, v, q_d, v_d, mask, offset_q, offset_v):
 
 
 @njit(cache=True, nogil=True)
-def blend_reference(elapsed, duration, offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r):
-    """q_r, v_r, a_r = the reference q_d, v_d, a_d plus the decaying offset (module docstring),
-    `elapsed` seconds after the anchor. True while the blend lasts (after it, q_r = q_d)."""
+def blend_reference(elapsed, duration, velocity_duration, offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r):
+    """q_r, v_r, a_r = the reference q_d, v_d, a_d plus the decaying offsets (module docstring: T =
+    duration, T_v = velocity_duration <= duration), `elapsed` seconds after the anchor. True while
+    the blend lasts (after it, q_r = q_d)."""
     if not elapsed < duration:
         q_r[:] = q_d
         v_r[:] = v_d
@@ -49,14 +58,19 @@ def blend_reference(elapsed, duration, offset_q, offset_v, q_d, v_d, a_d, q_r, v
     h0 = 1.0 - 10.0 * s3 + 15.0 * s3 * s - 6.0 * s3 * s2
     dh0 = -30.0 * s2 + 60.0 * s3 - 30.0 * s3 * s
     ddh0 = -60.0 * s + 180.0 * s2 - 120.0 * s3
-    h1 = s - 6.0 * s3 + 8.0 * s3 * s - 3.0 * s3 * s2
-    dh1 = 1.0 - 18.0 * s2 + 32.0 * s3 - 15.0 * s3 * s
-    ddh1 = -36.0 * s + 96.0 * s2 - 60.0 * s3
+    h1 = dh1 = ddh1 = 0.0       # T_v = 0: no velocity offset
+    if velocity_duration > 0.0:
+        s = min(max(elapsed, 0.0) / velocity_duration, 1.0)
+        s2 = s * s
+        s3 = s2 * s
+        h1 = (s - 6.0 * s3 + 8.0 * s3 * s - 3.0 * s3 * s2) * velocity_duration
+        dh1 = 1.0 - 18.0 * s2 + 32.0 * s3 - 15.0 * s3 * s
+        ddh1 = (-36.0 * s + 96.0 * s2 - 60.0 * s3) / velocity_duration
     for k in range(q_d.shape[0]):
-        dq, dv = offset_q[k], offset_v[k] * duration
+        dq, dv = offset_q[k], offset_v[k]
         q_r[k] = q_d[k] + dq * h0 + dv * h1
-        v_r[k] = v_d[k] + (dq * dh0 + dv * dh1) / duration
-        a_r[k] = a_d[k] + (dq * ddh0 + dv * ddh1) / (duration * duration)
+        v_r[k] = v_d[k] + dq * dh0 / duration + dv * dh1
+        a_r[k] = a_d[k] + dq * ddh0 / (duration * duration) + dv * ddh1
     return True
 
 
@@ -76,6 +90,15 @@ def largest_error(q_r, q, controlled):
     largest = 0.0
     for j in range(controlled.shape[0]):
         largest = max(largest, abs(q_r[controlled[j]] - q[controlled[j]]))
+    return largest
+
+
+@njit(cache=True, nogil=True)
+def largest_speed(v, controlled):
+    """max |v| over the controlled joints."""
+    largest = 0.0
+    for j in range(controlled.shape[0]):
+        largest = max(largest, abs(v[controlled[j]]))
     return largest
 
 
@@ -103,14 +126,25 @@ def tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, offset
     new sample with an error above s[S_ERROR_LIMIT] re-anchors; so does s[S_ANCHOR] (the caller's:
     activation, the end of safe mode or of a gap). The blend lasts s[S_BLEND_TIME], longer where the
     position offset would otherwise move faster than s[S_BLEND_SPEED] (its peak speed is 15/8 of
-    the mean)."""
+    the mean). True when the anchor waits for the arm to brake below s[S_BRAKE_SPEED] (the caller
+    brakes; q_r = q, v_r = a_r = 0 meanwhile)."""
     t = s[S_T]
     if tracking and s[S_ANCHOR] == 0.0 and s[S_NEW_SAMPLE] != 0.0:
         elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
-        blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d, q_r, v_r, a_r)
+        blend_reference(elapsed, s[S_BLEND_SPAN], min(s[S_BLEND_TIME], s[S_BLEND_SPAN]), offset_q, offset_v, q_d, v_d,
+                        a_d, q_r, v_r, a_r)
         if largest_error(q_r, q, controlled) > s[S_ERROR_LIMIT]:
             s[S_ANCHOR] = 1.0
             s[S_ERROR_ANCHORS] += 1.0
+    if tracking and s[S_ANCHOR] != 0.0 and largest_speed(v, controlled) > s[S_BRAKE_SPEED]:
+        if s[S_BRAKING_FIRST] == 0.0:
+            s[S_BRAKINGS_FIRST] += 1.0
+        s[S_BRAKING_FIRST] = 1.0
+        q_r[:] = q
+        v_r[:] = 0.0
+        a_r[:] = 0.0
+        return True
+    s[S_BRAKING_FIRST] = 0.0
     if s[S_ANCHOR] != 0.0:
         anchor(q, v, q_d, v_d, mask, offset_q, offset_v)
         s[S_BLEND_SPAN] = blend_duration(offset_q, controlled, s[S_BLEND_TIME], s[S_BLEND_SPEED])
@@ -119,8 +153,9 @@ def tracked_reference(s, tracking, mask, controlled, q, v, q_d, v_d, a_d, offset
         s[S_ANCHORS] += 1.0
         s[S_ANCHOR] = 0.0
     elapsed = t - s[S_BLEND_START] if s[S_BLENDING] != 0.0 else np.inf
-    s[S_BLENDING] = 1.0 if blend_reference(elapsed, s[S_BLEND_SPAN], offset_q, offset_v, q_d, v_d, a_d,
-                                           q_r, v_r, a_r) else 0.0
+    s[S_BLENDING] = 1.0 if blend_reference(elapsed, s[S_BLEND_SPAN], min(s[S_BLEND_TIME], s[S_BLEND_SPAN]), offset_q,
+                                           offset_v, q_d, v_d, a_d, q_r, v_r, a_r) else 0.0
+    return False
 
 
 @njit(cache=True, nogil=True)

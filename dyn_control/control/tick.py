@@ -71,7 +71,7 @@ from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
 from .cartesian_impedance import filter_equilibrium, impedance_torque
 from .collision import FLOAT, REFLEX, REPORT, STOP, arm_after_restart, detect, reaction_reference, start_reaction
-from .computed_torque import braking_acceleration, tracking_acceleration
+from .computed_torque import braking_acceleration, scale_within_limits, tracking_acceleration
 from .flags import *  # noqa: F403  (the flags S_*, NS: tick.S_* for the tick's callers)
 from .momentum_observer import damped_least_squares, observer_step
 from .parameter_gradient import (filter_acceleration, joint_window_add, joint_window_gradient, window_gradient,
@@ -208,6 +208,7 @@ class TickBuffers:
         self.f.s[S_ERROR_LIMIT] = np.inf
         self.f.s[S_BLEND_TIME] = 1.0
         self.f.s[S_BLEND_SPEED] = 0.5
+        self.f.s[S_BRAKE_SPEED] = np.inf
 
     def reset(self):
         """No sample seen: estimators, window, per-tick flags, the blend and the tracking-error sums
@@ -216,7 +217,7 @@ class TickBuffers:
         f, s = self.f, self.f.s
         for k in (S_NEW_SAMPLE, S_RESET, S_SAFE, S_BRAKE, S_ANCHOR, S_BLENDING, S_POINT, S_WANT_WRENCH,
                   S_WANT_GRADIENT, S_WANT_TWIST, S_ERROR_SQ, S_ERROR_COUNT, S_WRENCH_OK, S_POSE_OK, S_COLLIDED,
-                  S_COLLISION_LEVEL):
+                  S_COLLISION_LEVEL, S_BRAKING_FIRST):
             s[k] = 0.0
         for array in (f.p_prev, f.drift_prev, f.tau_ext, f.acceleration, f.tau):
             array[:] = 0.0
@@ -379,8 +380,9 @@ def controller_tick(f, fo, ints, io):
         s[S_POSE_OK] = 0.0      # the Cartesian equilibrium restarts at the frame's pose too
     # (a large joint tracking error re-anchors in joint mode only, and not while a collision reaction
     # holds the arm: the Cartesian law and the reaction have references of their own)
-    tracked_reference(s, tracking and s[S_MODE] == JOINT_MODE and s[S_COLLIDED] == 0.0, mask, controlled, q, v,
-                      q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv), field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r)
+    if tracked_reference(s, tracking and s[S_MODE] == JOINT_MODE and s[S_COLLIDED] == 0.0, mask, controlled, q, v,
+                         q_d, v_d, a_d, field1(f, fo, OFFSET_Q, nv), field1(f, fo, OFFSET_V, nv), q_r, v_r, a_r):
+        tracking = False        # too fast to re-anchor: brake first (safety.py)
 
     # g(q): the hold torque, the observer and, with the robot compensating gravity, the command
     rnea(parents, screw_axes, home_R, home_p, phi, q, zero, zero, base_accel, f_ext_zero, R, p, V, Vdot,
@@ -447,6 +449,11 @@ def controller_tick(f, fo, ints, io):
         add_armature_torque(joint_terms, a_cmd, tau)
         if tracking:
             add_friction_torque(joint_terms, v_r, tau)
+        elif finite:        # braking: scaled as a whole within the effort limits (computed_torque.py)
+            bias = field2(f, fo, SCRATCH, 4, nv)[2]
+            if rnea(parents, screw_axes, home_R, home_p, phi, q, v, zero, base_accel, f_ext_zero, R, p,
+                    V, Vdot, F, tmp6, bias):
+                scale_within_limits(tau, bias, field1(f, fo, EFFORT_LIMIT, nv), mask)
         for k in range(nv):
             if robot_gravity:
                 tau[k] -= g[k]

@@ -125,7 +125,8 @@ PARAMETERS = (
           "after safe_mode_timeout: silent (stop publishing: the robot's own command timeout brakes it) | "
           "zero (publish zero effort) | hold (go on publishing the safe-mode torque)"),
     Param("braking_gain", 20.0, "numbers", "live",
-          "on deactivate and shutdown, with fresh joint states: the computed torque of a = -braking_gain v "
+          "on deactivate and shutdown, and before re-anchoring from a fast state (reengage.brake_speed), with "
+          "fresh joint states: the computed torque of a = -braking_gain v "
           "[1/s] until the arm rests, one or one per joint", 0.0, 1000.0),
     Param("braking_time", 0.5, "number", "live", "longest braking on deactivate and shutdown [s]", 0.0, 10.0),
     Param("torque_rate_limit", 1000.0, "numbers", "live",
@@ -137,6 +138,9 @@ PARAMETERS = (
     Param("reengage.max_velocity", 0.5, "number", "live",
           "the blend lasts longer where its position offset would otherwise move faster than this [rad/s]",
           1e-3, 100.0),
+    Param("reengage.brake_speed", 1.0, "number", "live",
+          "an anchor (leaving safe mode, a gap, a large error) waits while a controlled joint is faster than "
+          "this [rad/s]: the arm brakes first (a = -braking_gain v), then the blend starts", 1e-3, 100.0),
     Param("reengage.error_limit", 0.3, "number", "live",
           "a tracking error above this [rad] re-anchors the reference at the measured state", 1e-6, 1e3),
     Param("max_stamp_lead", 1.0, "number", "live",
@@ -512,6 +516,7 @@ class ControllerNode(LoopNode):
         c.s[T.S_BLEND_TIME] = values["reengage.duration"]
         c.s[T.S_ERROR_LIMIT] = values["reengage.error_limit"]
         c.s[T.S_BLEND_SPEED] = values["reengage.max_velocity"]
+        c.s[T.S_BRAKE_SPEED] = values["reengage.brake_speed"]
         c.s[T.S_COMPENSATION] = c.compensation
         self._apply_task_space(values, period)
 
@@ -1082,6 +1087,7 @@ class ControllerNode(LoopNode):
                   "joint states stamped ahead of this clock": c.reader.future_stamps,
                   "re-anchored references": int(c.s[T.S_ANCHORS]),
                   "re-anchored after large errors": int(c.s[T.S_ERROR_ANCHORS]),
+                  "braked before re-anchoring": int(c.s[T.S_BRAKINGS_FIRST]),
                   "rate-limited commands": int(c.s[T.S_RATE_LIMITED])}
         values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
         values["estimator resets"] = int(c.s[T.S_ESTIMATOR_RESETS])

@@ -4,9 +4,11 @@ Each scenario brings up the bundled arm's controller and simulator (`bringup`, e
 process, the demo's sine: 0.3 rad at 0.5 Hz on every joint) with a relay (relay.py, a process of its
 own) between the simulator's /joint_states and the controller, which listens to
 /relayed/joint_states. While the simulated robot goes on, faults come at set times:
-- outages: the relay drops the joint states for 0.05, 0.2, 0.5 and 1 s; and for 1 s with the
-  simulator holding the last command it received (as ros2_control's forward controllers do), so
-  the controller's last command before it falls silent is what the robot applies through the outage;
+- outages: the relay drops the joint states for 0.05, 0.2, 0.5 and 1 s; and for 0.1 and 1 s with
+  the simulator holding the last command it received (as ros2_control's forward controllers do), so
+  the controller's last command before it falls silent (g(q_last)) is what the robot applies through
+  the outage. In 1 s the arm, blind to the controller, falls (an unstable pose of gravity); that one
+  is judged from the joint states' return: the controller must brake it, never speed it up;
 - pause: SIGSTOP of the controller's process for 1 s (SIGCONT after);
 - stop: deactivate the controller, the simulator holding its last command (as ros2_control's
   forward controllers do); activate it again; then lifecycle shutdown from active.
@@ -41,7 +43,9 @@ RATE_LIMIT = 1000.0          # [N m/s], the controller's default
 TRACKING_TOLERANCE = 1e-3    # [rad]
 WINDOW_AFTER = 2.0           # [s] judged after a fault's end
 OUTAGES = (0.05, 0.2, 0.5, 1.0)
-HELD_OUTAGE = "outage 1 s, command held"     # the robot holds the last command it received
+# outages on a robot that holds the last command it received: judged like the others, and (the
+# long one) from the joint states' return on, as the arm falls while the controller is blind
+HELD_OUTAGE, HELD_LONG_OUTAGE = "outage 0.1 s, command held", "outage 1 s, command held: from the return"
 AMPLITUDE, FREQUENCY = 0.3, 0.5      # [rad], [Hz]: the demo's sine
 # joint friction of a geared arm (config/demo_mismatch.yaml's): viscous [N m s/rad], Coulomb [N m]
 JOINT_FRICTION = {"viscous_friction": [1.0, 1.0, 0.8, 0.8, 0.2, 0.2, 0.1],
@@ -221,7 +225,7 @@ def run_scenarios(oracle=None, folder=None):
         folder = folder or scratch
         outages = run([(4.0 * (k + 1), f"outage {d:g} s", outage(d)) for k, d in enumerate(OUTAGES)],
                       4.0 * len(OUTAGES) + 6.0, False, folder)
-        held = run([(4.0, HELD_OUTAGE, outage(1.0))], 8.0, True, folder)
+        held = run([(4.0, HELD_OUTAGE, outage(0.1)), (8.0, HELD_LONG_OUTAGE, outage(1.0))], 13.0, True, folder)
         paused = run([(4.0, "SIGSTOP 1 s", pause(1.0))], 8.0, False, folder)
         stops = run([(4.0, "deactivate", lifecycle("deactivate")), (8.0, "activate", lifecycle("activate")),
                      (12.5, "shutdown", lifecycle("active_shutdown"))], 16.0, True, folder)
@@ -232,26 +236,36 @@ def run_scenarios(oracle=None, folder=None):
                 continue
             # tracking comes back after the fault's end, after a deactivate's next activation, never
             # after a shutdown
-            recovery_after = {"deactivate": monitor.windows.get("activate"), "shutdown": None}.get(name, window)
-            figures[name] = judge(monitor, window, recovery_after, oracle, stopped=name in ("deactivate", "shutdown"))
+            recovery_after = {"deactivate": monitor.windows.get("activate"), "shutdown": None,
+                              HELD_LONG_OUTAGE: None}.get(name, window)
+            figures[name] = judge(monitor, window, recovery_after, oracle, stopped=name in ("deactivate", "shutdown"),
+                                  from_return=name == HELD_LONG_OUTAGE)
     return figures, [m.code for m in (outages, held, paused, stops)]
 
 
-def judge(monitor, window, recovery_after, oracle, stopped=False):
+def judge(monitor, window, recovery_after, oracle, stopped=False, from_return=False):
     """The figures of one fault (module docstring); window [t0, t1] [ns]; recovery_after: the window
-    after whose end tracking must come back (None: it need not, after a shutdown)."""
+    after whose end tracking must come back (None: it need not, after a shutdown). from_return:
+    judged from t1 on against the state at the return: the arm's largest joint speed over
+    [t1, t1 + 0.1 s] (the rate limit takes 0.1 s to ramp 100 N m towards the braking torque), or the
+    re-engagement blend's 1 rad/s, allowed to every joint; the energy against its value at t1."""
     t0, t1 = window
     states = monitor.rows["states"]
     times = np.array([row[0] for row in states])
     q = np.array([row[2] for row in states])
     v = np.array([row[3] for row in states])
-    before = (times >= t0 - 2e9) & (times < t0)
-    after = (times >= t0) & (times <= t1 + WINDOW_AFTER * 1e9)
-    peak_before = np.abs(v[before]).max(axis=0)
-    allowed = np.maximum(1.5 * peak_before, 0.5)
+    if from_return:
+        at_return = (times >= t1) & (times <= t1 + 0.1e9)
+        allowed = max(np.abs(v[at_return]).max(), 1.0)
+        start = np.argmin(np.abs(times - t1))
+        after = (times >= t1) & (times <= t1 + WINDOW_AFTER * 1e9)
+    else:
+        before = (times >= t0 - 2e9) & (times < t0)
+        allowed = np.maximum(1.5 * np.abs(v[before]).max(axis=0), 0.5)
+        start = np.argmin(np.abs(times - t0))
+        after = (times >= t0) & (times <= t1 + WINDOW_AFTER * 1e9)
     peak_after = np.abs(v[after]).max(axis=0)
     energy = oracle.kinetic_energy(q[after], v[after])
-    start = np.argmin(np.abs(times - t0))
     energy_start = oracle.kinetic_energy(q[start:start + 1], v[start:start + 1])[0]
     figures = {"window [s]": (t1 - t0) * 1e-9,
                "peak speed / allowed": float((peak_after / allowed).max()),
