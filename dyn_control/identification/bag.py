@@ -95,10 +95,11 @@ def write_joint_states(path, t, names, q, v=None, effort=None, commands=None, to
 
 class JointStates:
     """Joint states read from a bag: t (N,) [s], q, v (None when not recorded), effort (N, n), in
-    the order of `joints`."""
+    the order of `joints`; start: the stamp [ns] of t = 0 (read_joint_states: the first sample's)."""
 
-    def __init__(self, joints, t, q, v, effort):
+    def __init__(self, joints, t, q, v, effort, start=0):
         self.joints, self.t, self.q, self.v, self.effort = list(joints), t, q, v, effort
+        self.start = int(start)
 
 
 def read_joint_states(path, joints, topic="/joint_states"):
@@ -158,7 +159,7 @@ def read_joint_states(path, joints, topic="/joint_states"):
     has_velocity = all(row[2] is not None for row in rows)
     return JointStates(joints, (t[keep] - t[0]) * 1e-9, np.array([row[1] for row in rows]),
                        np.array([row[2] for row in rows]) if has_velocity else None,
-                       np.array([row[3] for row in rows]))
+                       np.array([row[3] for row in rows]), start=t[0])
 
 
 def _field(values, columns, count):

@@ -1,7 +1,8 @@
 """dyn-control: start the package's nodes without ros2 launch.
 
     dyn-control bringup CONFIG.yaml [--duration S] [--namespace NS]
-    dyn-control demo [--robot arm|five_bar] [--duration S] [--output DIR]
+    dyn-control demo [--robot arm|five_bar] [--duration S] [--output DIR] [--mismatch [--matched | --identify]]
+                     [--backend builtin|mujoco] [--record [PATH]]
     dyn-control compile [KERNELS ...]
 
 bringup starts each node of a ROS 2 parameter file (the `node_name: ros__parameters: {...}` format
@@ -451,6 +452,12 @@ def main(argv=None):
     demo_args.add_argument("--identify", action="store_true",
                            help="with --mismatch: identify the simulated robot through ROS first (excite, record a "
                            "bag, identify), then run the demo on the identified model")
+    demo_args.add_argument("--backend", choices=("builtin", "mujoco"), default=None,
+                           help="the simulated robot's physics: builtin (dyn_control's ABA) or mujoco (MuJoCo, an "
+                           "independent engine; the arm only); default: the config's (builtin)")
+    demo_args.add_argument("--record", nargs="?", const="", default=None, metavar="PATH",
+                           help="record the joint states, the commands and ~/desired into an MCAP bag at PATH (a new "
+                           "folder; default OUTPUT/<config name>_bag, replaced on each run)")
     from ..identification import cli as identification
     identification.add_commands(commands)     # excite, record, identify
     args = parser.parse_args(argv)
@@ -467,11 +474,13 @@ def main(argv=None):
         return faults()
     if (args.matched or args.identify) and not args.mismatch:
         parser.error("--matched and --identify go with --mismatch")
+    if args.backend not in (None, "builtin") and args.robot != "arm":
+        parser.error("--backend mujoco goes with the arm (a closed chain is simulated by the builtin backend)")
     if args.identify:
         from .demo import identify_demo
-        return identify_demo(args.duration, args.output)[0]
+        return identify_demo(args.duration, args.output, backend=args.backend, record=args.record)[0]
     from .demo import run_demo
-    return run_demo(args.duration, args.output, args.robot, args.mismatch, args.matched)[0]
+    return run_demo(args.duration, args.output, args.robot, args.mismatch, args.matched, args.backend, args.record)[0]
 
 
 if __name__ == "__main__":
