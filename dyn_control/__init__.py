@@ -14,8 +14,9 @@ import importlib
 _PUBLIC = {
     ".contact": ("Contact", "constrained_dynamics", "constrained_dynamics_derivatives", "impulse_dynamics",
                  "impulse_dynamics_derivatives"),
-    ".derivatives": ("aba_derivatives", "minverse", "regressor", "regressor_batch", "rnea_batch",
-                     "rnea_derivatives", "rnea_derivatives_batch"),
+    ".derivatives": ("aba_batch", "aba_derivatives", "minverse", "regressor", "regressor_batch",
+                     "regressor_normal_equations", "residual_gradient_batch", "rnea_batch", "rnea_derivatives",
+                     "rnea_derivatives_batch"),
     ".dynamics": ("aba", "coriolis_matrix", "crba", "forward_kinematics", "frame_pose", "gravity", "jacobian",
                   "nonlinear_effects", "rnea"),
     ".identification.parameters_file": ("load_parameters",),

@@ -8,7 +8,15 @@ Models with coupled mimic joints go through the tree kernels and the coupling ma
 Joint terms (model.py, kernels/joint_terms.py) are included as in dynamics.py: d tau / d v gains
 diag(F_v + F_c sgn_s'(v)), d tau / d a = M + diag(I_a), M^-1 and the forward-dynamics derivatives
 follow; with joint_terms=True the regressor gains their columns [a_i, v_i, sgn_s(v_i)] per joint.
+
+Batches (the end of this module): rnea, aba, rnea_derivatives and the regressor over many samples in
+parallel, each row bit for bit the single call's, and the reductions identification needs computed in
+the batch kernel (regressor_normal_equations, residual_gradient_batch); all take `workers`.
 """
+import contextlib
+import numbers
+
+import numba
 import numpy as np
 
 from .dynamics import (_F64, _FAST_REFUSED, aba, as_real_array, as_vector, check_model_data, compiled_call,
@@ -216,6 +224,42 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
 
 # ----------------------------------------------------------------------------------------------
 # Batches: rows of (T, nv) arrays, evaluated in parallel (kernels/batch.py); new output arrays.
+#
+# workers: the number of threads (None: all, numba.config.NUMBA_NUM_THREADS), set for the call only
+# (numba.set_num_threads and a dynamic schedule, numba.set_parallel_chunksize(1), both restored
+# afterwards; both are per calling thread). Every result is independent of it, bit for bit.
+
+_WAVE = 8                         # blocks of samples summed apart at once in the reductions (their parallelism)
+_REDUCTION_MEMORY = 64 * 2 ** 20  # bytes of partial sums (P, P) a normal-equations call may hold (fewer blocks
+                                  # per wave for a large P)
+
+
+def _workers(workers):
+    """workers as an int from 1 to numba.config.NUMBA_NUM_THREADS (None: that many), or a ValueError."""
+    most = numba.config.NUMBA_NUM_THREADS
+    if workers is None:
+        return most
+    if isinstance(workers, (bool, np.bool_)) or not isinstance(workers, numbers.Integral):
+        raise ValueError(f"workers must be None or an integer from 1 to {most} "
+                         f"(numba.config.NUMBA_NUM_THREADS), got {workers!r}")
+    if not 1 <= workers <= most:
+        raise ValueError(f"workers must be from 1 to {most} (numba.config.NUMBA_NUM_THREADS, the threads "
+                         f"Numba launched), got {workers}")
+    return int(workers)
+
+
+@contextlib.contextmanager
+def _threads(workers):
+    """Run the enclosed parallel kernels on `workers` threads (checked by _workers), one chunk of
+    samples at a time per thread, and restore the calling thread's settings afterwards."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(workers)
+    chunksize = numba.set_parallel_chunksize(1)
+    try:
+        yield
+    finally:
+        numba.set_parallel_chunksize(chunksize)
+        numba.set_num_threads(previous)
 
 
 def _batch_inputs(model, **arrays):
@@ -255,29 +299,65 @@ def _checked_batch(result, ok, **arrays):
     return result
 
 
-def rnea_batch(model, q, v, a):
-    """tau (T, nv): rnea of every row of q, v, a (each (T, nv)), samples in parallel."""
+def rnea_batch(model, q, v, a, workers=None):
+    """tau (T, nv): rnea of every row of q, v, a (each (T, nv)), samples in parallel on `workers`
+    threads (None: all); each row bit for bit the single call's."""
+    workers = _workers(workers)
     (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
     T = q.shape[0]
     tau = np.empty((T, model.nbodies))
     ok = np.empty(T, dtype=np.bool_)
-    _batch.rnea_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
-                      model._joint_terms, model._base_accel, q_t, v_t, a_t, tau, ok)
+    with _threads(workers):
+        _batch.rnea_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
+                          model._joint_terms, model._base_accel, q_t, v_t, a_t, tau, ok)
     _checked_batch(tau, ok, q=q, v=v, a=a)
     if model.coupling is None:
         return tau
     return _checked_batch(tau @ model.coupling, None, q=q, v=v, a=a)
 
 
-def rnea_derivatives_batch(model, q, v, a):
+def aba_batch(model, q, v, tau, workers=None):
+    """ddq (T, nv): forward dynamics `aba` of every row of q, v, tau (each (T, nv)), samples in
+    parallel on `workers` threads (None: all); each row bit for bit the single call's. A ValueError
+    names the samples whose inputs are not finite or overflow, or whose M(q) is singular. Models with
+    mimic coupling (no articulated-body recursion: `aba` solves with the reduced M) run the single
+    calls one after the other."""
+    workers = _workers(workers)
+    (q, v, tau), _ = _batch_inputs(model, q=q, v=v, tau=tau)
+    T, nv = q.shape
+    if model.coupling is not None:
+        data = model.create_data()
+        ddq = np.empty((T, nv))
+        for t in range(T):
+            try:
+                ddq[t] = aba(model, data, q[t], v[t], tau[t])
+            except ValueError as error:
+                raise ValueError(f"sample {t}: {error}") from None
+        return ddq
+    ddq = np.empty((T, nv))
+    status = np.empty(T, dtype=np.int8)
+    with _threads(workers), np.errstate(divide="ignore", invalid="ignore"):  # D_i = 0 without the JIT
+        _batch.aba_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
+                         model._joint_terms, model._base_accel, q, v, tau, ddq, status)
+    singular = np.flatnonzero(status == _batch.SINGULAR)
+    if singular.size and not np.any(status == _batch.NON_FINITE):
+        raise ValueError(f"forward dynamics undefined: M(q) is singular (a subtree without inertia about its "
+                         f"joint axis) at samples {singular.tolist()}")
+    return _checked_batch(ddq, status == _batch.OK, q=q, v=v, tau=tau)
+
+
+def rnea_derivatives_batch(model, q, v, a, workers=None):
     """(dtau_dq, dtau_dv, M), each (T, nv, nv): rnea_derivatives of every row of q, v, a (each
-    (T, nv)), samples in parallel. The three are views of one (T, 3, nv, nv) array."""
+    (T, nv)), samples in parallel on `workers` threads (None: all). The three are views of one
+    (T, 3, nv, nv) array."""
+    workers = _workers(workers)
     (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
     T, nb = q.shape[0], model.nbodies
     out = np.empty((T, 3, nb, nb))
     ok = np.empty(T, dtype=np.bool_)
-    _batch.rnea_derivatives_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                  model._phi, model._joint_terms, model._base_accel, q_t, v_t, a_t, out, ok)
+    with _threads(workers):
+        _batch.rnea_derivatives_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
+                                      model._phi, model._joint_terms, model._base_accel, q_t, v_t, a_t, out, ok)
     _checked_batch(out, ok, q=q, v=v, a=a)
     if model.coupling is not None:
         G = model.coupling
@@ -285,14 +365,109 @@ def rnea_derivatives_batch(model, q, v, a):
     return out[:, 0], out[:, 1], out[:, 2]
 
 
-def regressor_batch(model, q, v, a, joint_terms=False):
+def regressor_batch(model, q, v, a, joint_terms=False, workers=None):
     """Y (T, nv, 10 * nbodies), or (T, nv, 13 * nbodies) with joint_terms=True: the joint torque
-    regressor (as `regressor`) of every row of q, v, a (each (T, nv)), samples in parallel."""
+    regressor (as `regressor`) of every row of q, v, a (each (T, nv)), samples in parallel on
+    `workers` threads (None: all). T nv P float64 of memory: regressor_normal_equations and
+    residual_gradient_batch give the sums identification needs without it."""
+    workers = _workers(workers)
     (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
     T, nb = q.shape[0], model.nbodies
     Y = np.empty((T, nb, (13 if joint_terms else 10) * nb))
     ok = np.empty(T, dtype=np.bool_)
-    _batch.regressor_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
-                           model._base_accel, q_t, v_t, a_t, Y, ok)
+    with _threads(workers):
+        _batch.regressor_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
+                               model._base_accel, *_batch.pair_table(model._parents)[:2], q_t, v_t, a_t, Y, ok)
     _checked_batch(Y, ok, q=q, v=v, a=a)
     return Y if model.coupling is None else _checked_batch(model.coupling.T @ Y, None, q=q, v=v, a=a)
+
+
+def _reduction_inputs(model, q, v, a, tau, joint_terms):
+    """Checked samples and what the reduction kernels take: (q, v, a, tau), tree coordinates, P,
+    the coupling matrix G ((0, 0) for none) and the regressor's block pairs (kernels/batch.pair_table)."""
+    (q, v, a, tau), (q_t, v_t, a_t, _) = _batch_inputs(model, q=q, v=v, a=a, tau=tau)
+    if not np.all(np.isfinite(tau)):
+        bad = np.flatnonzero(~np.all(np.isfinite(tau), axis=1))
+        raise ValueError(f"non-finite input (NaN or inf) in tau at samples {bad.tolist()}")
+    P = (13 if joint_terms else 10) * model.nbodies
+    # a writable copy: the kernels' one compiled signature (the model's arrays are read-only)
+    coupling = np.zeros((0, 0)) if model.coupling is None else np.array(model.coupling, dtype=float)
+    return (q, v, a, tau), (q_t, v_t, a_t), P, coupling, _batch.pair_table(model._parents)
+
+
+def _wave(P, memory=None):
+    """Blocks summed apart at once: a function of P only (never of the threads), so that the sums are
+    reproducible bit for bit whatever `workers` is."""
+    if memory is None:
+        return _WAVE
+    return max(1, min(_WAVE, memory // (8 * P * P)))
+
+
+def _finite_sums(sums, **arrays):
+    if not all(np.all(np.isfinite(x)) for x in sums):
+        raise ValueError(f"inputs overflow: the sums are not finite (too large for float64) for the finite "
+                         f"inputs {', '.join(arrays)}")
+    return sums
+
+
+def regressor_normal_equations(model, q, v, a, tau, joint_terms=True, workers=None):
+    """The normal equations of identification over T samples, without the (T, nv, P) regressors:
+    (YtY, Ytau) = (sum_t Y_t^T Y_t  (P, P), symmetric;  sum_t Y_t^T tau_t  (P,)), Y_t = regressor(q[t],
+    v[t], a[t], joint_terms) in the model's coordinates (P = 13 nbodies with the joint terms, columns as
+    model.parameters(); 10 nbodies without, as model.inertial_parameters()), tau (T, nv) the measured
+    torques. Computed in the batch kernel on `workers` threads (None: all): blocks of a fixed number of
+    samples summed apart, 8 at a time, their partial sums added in block order, so the result does not
+    depend on `workers` (bit for bit); it differs from a serial sum only by the order of the additions
+    (test/test_batch.py: within 1e-12 of max |YtY|). Memory: the (P, P) result and at most 8 partial
+    sums (64 MB at most; fewer at once for a large P), whatever T. A ValueError names the samples whose
+    inputs are not finite or overflow."""
+    workers = _workers(workers)
+    (q, v, a, tau), (q_t, v_t, a_t), P, coupling, pairs = _reduction_inputs(model, q, v, a, tau, joint_terms)
+    pair_body, pair_row, _ = pairs
+    H = np.eye(model.nbodies) if model.coupling is None else coupling @ coupling.T
+    terms, joint_block_terms, joint_pairs = _batch.reduction_terms(pair_body, pair_row, H)
+    T = q.shape[0]
+    W = _wave(P, _REDUCTION_MEMORY)
+    A_parts = np.empty((W, P, P))
+    b_parts = np.empty((W, P))
+    A = np.empty((P, P))
+    b = np.empty(P)
+    ok = np.ones(T, dtype=np.bool_)
+    with _threads(workers):
+        _batch.normal_equations_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
+                                      model._base_accel, coupling, pair_body, pair_row, terms, joint_block_terms,
+                                      joint_pairs, q_t, v_t, a_t, tau, A_parts, b_parts, A, b, ok)
+    _checked_batch(None, ok, q=q, v=v, a=a)
+    return _finite_sums((A, b), q=q, v=v, a=a, tau=tau)
+
+
+def residual_gradient_batch(model, q, v, a, tau, phi=None, joint_terms=True, workers=None):
+    """(value, gradient) of the torque residual over T samples, f(phi) = 1/2 sum_t |Y_t phi - tau_t|^2,
+    gradient sum_t Y_t^T (Y_t phi - tau_t) (P,), without the (T, nv, P) regressors; Y_t, P and tau as
+    in regressor_normal_equations. phi: the parameter vector (P,), None for the model's own
+    (model.parameters(), or model.inertial_parameters() with joint_terms=False). Computed in the batch
+    kernel on `workers` threads (None: all), in blocks as regressor_normal_equations: independent of
+    `workers` (bit for bit), a serial sum up to the order of the additions; memory O(P)."""
+    workers = _workers(workers)
+    (q, v, a, tau), (q_t, v_t, a_t), P, coupling, pairs = _reduction_inputs(model, q, v, a, tau, joint_terms)
+    pair_body, pair_row, _ = pairs
+    if phi is None:
+        phi = model.parameters() if joint_terms else model.inertial_parameters()
+    phi = as_real_array("phi", phi, f"an array of {P} real numbers")
+    if phi.shape != (P,):
+        what = "13 * nbodies (joint_terms=True)" if joint_terms else "10 * nbodies (joint_terms=False)"
+        raise ValueError(f"phi must have shape ({P},), {what}, got {phi.shape}")
+    if not np.all(np.isfinite(phi)):
+        bad = np.flatnonzero(~np.isfinite(phi)).tolist()
+        raise ValueError(f"phi has non-finite entries (NaN or inf) at indices {bad}")
+    T = q.shape[0]
+    g_parts = np.empty((_wave(P), P))
+    grad = np.empty(P)
+    ok = np.ones(T, dtype=np.bool_)
+    with _threads(workers):
+        value = _batch.residual_gradient_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
+                                               model._base_accel, coupling, pair_body, pair_row, q_t, v_t, a_t, tau,
+                                               phi, g_parts, grad, ok)
+    _checked_batch(None, ok, q=q, v=v, a=a)
+    value, grad = _finite_sums((np.float64(value), grad), q=q, v=v, a=a, tau=tau, phi=phi)
+    return float(value), grad
