@@ -19,15 +19,24 @@ from dyn_control.nodes.demo import DemoMonitor, identify_demo
 pytestmark = pytest.mark.ros
 
 
+STALL_MS = 50.0     # a gap between the controller's commands over its watchdog: the machine stalled
+
+
 def test_the_robot_identified_through_ros_removes_the_false_force(tmp_path):
     """dyn-control demo --mismatch --identify: excitation, a bag recorded from the running graph,
-    identification, then the demo with model.parameters_file."""
-    code, figures = identify_demo(7.0, str(tmp_path))
-    assert code == 0
-    print(figures)
-    if figures["longest command gap [ms]"] > 50.0:
-        pytest.skip(f"the machine stalled the loop (commands {figures['longest command gap [ms]']:.0f} ms apart, over "
-                    "the 50 ms watchdog: the robot braked, the observer restarted): the figures are the machine's")
+    identification, then the demo with model.parameters_file. A run in which the machine stalled
+    the loop (a gap of the commands over STALL_MS while recording or in the demo: the robot brakes,
+    the observer restarts) is run once more, and skipped with the evidence when it stalls again."""
+    for attempt in range(2):
+        code, figures = identify_demo(7.0, str(tmp_path / f"run{attempt}"))
+        assert code == 0
+        print(figures)
+        gaps = figures["excitation longest command gap [ms]"], figures["longest command gap [ms]"]
+        if max(gaps) <= STALL_MS:
+            break
+    else:
+        pytest.skip(f"the machine stalled the loop twice (commands {gaps[0]:.0f} ms apart while recording, "
+                    f"{gaps[1]:.0f} ms in the demo; the watchdog is {STALL_MS:g} ms): the figures are the machine's")
     assert figures["false force mean"] <= 0.3 and figures["false force p95"] <= 0.3
     assert figures["force error p95"] <= 0.3          # 3 % of the 10 N push
 

@@ -574,13 +574,18 @@ def test_a_flood_of_invalid_joint_states_never_hides_the_valid_ones(active):
     watchdog trips in 10 s), so no trip, the computed torque of the valid state, the flood counted."""
     controller, injector = active
     before = controller.counters()
-    process = flood(JOINTS, 0, 3.0)
-    time.sleep(1.0)
+    process = flood(JOINTS, 0, 6.0)
+
+    def rejected_since():
+        return controller.counters()["rejected joint states"] - before["rejected joint states"]
+    deadline = time.monotonic() + 5.0      # the other process's start and DDS discovery, then its flood
+    while rejected_since() < 100 and time.monotonic() < deadline:
+        time.sleep(0.05)
     commands = injector.commands_for(1.5)
     published = int(process.communicate(timeout=30)[0])
     after = controller.counters()
-    rejected = after["rejected joint states"] - before["rejected joint states"]
-    print(f"flood: {published} invalid joint states published in 3 s, {rejected} rejected by the controller")
+    rejected = rejected_since()
+    print(f"flood: {published} invalid joint states published in 6 s, {rejected} rejected by the controller")
     assert published > 3000, "the flood was too slow to test anything"
     assert rejected > 1000
     assert after["watchdog trips"] == before["watchdog trips"]
