@@ -1,8 +1,9 @@
 """Acceptance of the controller's fault behaviour (issue: a safe mode that is safe), judged from
 outside on the simulated arm (dyn_control.nodes.faults: the nodes and a relay in their own
 processes, real DDS on loopback): outages of the joint states of 0.05, 0.2, 0.5 and 1 s while the
-robot goes on (and 0.1 and 1 s on a robot that holds the last command it received), SIGSTOP of the controller for 1 s, deactivate with the command held by the robot
-for 2 s, and lifecycle shutdown from active.
+robot goes on (and 0.1 and 1 s on a robot that holds the last command it received), SIGSTOP of the
+controller for 1 s, deactivate with the command held by the robot for 2 s, and lifecycle shutdown
+from active.
 
 For each fault, from its start to 2 s after its end: no joint faster than 1.5 times its peak speed
 of the 2 s before (or 0.5 rad/s) nor its URDF velocity limit, the kinetic energy (Pinocchio's

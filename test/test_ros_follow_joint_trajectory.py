@@ -385,7 +385,8 @@ def rejections(run):
 
 def test_a_trajectory_beyond_max_points_is_refused_counted_and_never_stalls_the_loop(run):
     values = rejections(run)
-    assert int(values["rejected trajectories"]) == 3, values      # the unknown joint's and the decreasing times' goals, and this one
+    # the unknown joint's and the decreasing times' goals, and this one
+    assert int(values["rejected trajectories"]) == 3, values
     assert values["last rejected reference or trajectory"].startswith("~/joint_trajectory: larger than")
     start = run.marks["big"]
     assert loop_stalls(run, start - 100_000_000, start + 2_000_000_000) == []

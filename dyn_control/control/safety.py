@@ -13,8 +13,9 @@ with the quintic Hermite bases
 its derivatives. T is `reengage.duration`, or longer where the position offset would otherwise
 move faster than `reengage.max_velocity` (blend_duration); T_v is `reengage.duration`: the velocity
 offset dies out within it whatever T (over a long T it would carry the measured velocity on for
-seconds: max H1 = 16/81 at s_v = 1/3, an excursion of 16/81 |offset_v| T_v at most). So the reference starts at the measured position and velocity (no error to act
-on, hence no torque step) and joins q_d after T seconds with continuous velocity and acceleration.
+seconds: max H1 = 16/81 at s_v = 1/3, an excursion of 16/81 |offset_v| T_v at most). So the
+reference starts at the measured position and velocity (no error to act on, hence no torque step)
+and joins q_d after T seconds with continuous velocity and acceleration.
 A blend carries the measured velocity into the reference; from a fast state (an arm that fell or
 was pushed while the controller was blind) the reference would run on where the torque limits
 cannot follow, and every error re-anchor would take the new speed up again. So while a controlled
@@ -30,8 +31,8 @@ from numba import njit
 
 from ..kernels.inputs import all_finite
 from .flags import (S_ANCHOR, S_ANCHORS, S_BLEND_SPAN, S_BLEND_SPEED, S_BLEND_START, S_BLEND_TIME, S_BLENDING,
-                    S_BRAKE_SPEED, S_BRAKING_FIRST, S_BRAKINGS_FIRST, S_ERROR_ANCHORS, S_ERROR_COUNT, S_ERROR_LIMIT, S_ERROR_SQ, S_NEW_SAMPLE, S_NON_FINITE,
-                    S_RATE_LIMITED, S_T)
+                    S_BRAKE_SPEED, S_BRAKING_FIRST, S_BRAKINGS_FIRST, S_ERROR_ANCHORS, S_ERROR_COUNT, S_ERROR_LIMIT,
+                    S_ERROR_SQ, S_NEW_SAMPLE, S_NON_FINITE, S_RATE_LIMITED, S_T)
 
 
 @njit(cache=True, nogil=True)
