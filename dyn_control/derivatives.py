@@ -225,7 +225,8 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
 # ----------------------------------------------------------------------------------------------
 # Batches: rows of (T, nv) arrays, evaluated in parallel (kernels/batch.py); new output arrays.
 #
-# workers: the number of threads (None: all, numba.config.NUMBA_NUM_THREADS), set for the call only
+# workers: the number of threads (None: the calling thread's numba.get_num_threads(), all cores unless
+# the caller chose fewer, as `dyn-control excite` does for its small batches), set for the call only
 # (numba.set_num_threads and a dynamic schedule, numba.set_parallel_chunksize(1), both restored
 # afterwards; both are per calling thread). Every result is independent of it, bit for bit.
 
@@ -235,10 +236,11 @@ _REDUCTION_MEMORY = 64 * 2 ** 20  # bytes of partial sums (P, P) a normal-equati
 
 
 def _workers(workers):
-    """workers as an int from 1 to numba.config.NUMBA_NUM_THREADS (None: that many), or a ValueError."""
+    """workers as an int from 1 to numba.config.NUMBA_NUM_THREADS (None: numba.get_num_threads(), the
+    calling thread's setting), or a ValueError."""
     most = numba.config.NUMBA_NUM_THREADS
     if workers is None:
-        return most
+        return numba.get_num_threads()
     if isinstance(workers, (bool, np.bool_)) or not isinstance(workers, numbers.Integral):
         raise ValueError(f"workers must be None or an integer from 1 to {most} "
                          f"(numba.config.NUMBA_NUM_THREADS), got {workers!r}")

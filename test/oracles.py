@@ -53,6 +53,22 @@ def pin_q(pin_model, q):
     return np.array(out)
 
 
+def force_across_link_4(urdf, q, newtons):
+    """A force of `newtons` at the end of arm7's link 4 (the origin of link 5), across link 4 and
+    joint 4's axis at the joint angles q, in root axes: it acts on joint 4 and the joints before it,
+    by Pinocchio's kinematics."""
+    import pinocchio as pin
+
+    import dyn_control as dc
+    pin_model = pin.buildModelFromUrdf(urdf)
+    data = pin_model.createData()
+    pin.framesForwardKinematics(pin_model, data, pin_q(pin_model, np.asarray(q, dtype=float)))
+    link4, link5 = (data.oMf[pin_model.getFrameId(name)] for name in ("arm7_link4", "arm7_link5"))
+    axis4 = link4.rotation @ dc.load_urdf(urdf).screw_axes[3, :3]
+    force = np.cross(axis4, link5.translation - link4.translation)
+    return force * newtons / np.linalg.norm(force)
+
+
 def swap_halves(x, axis=0):
     """Linear-first <-> angular-first along `axis` (6 entries there)."""
     x = np.asarray(x)

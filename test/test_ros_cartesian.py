@@ -10,7 +10,7 @@ import pytest
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 
 import dyn_control as dc
-from oracles import pin_q
+from oracles import force_across_link_4, pin_q
 from ros_harness import RecordingMonitor, bringup, run_closed_loop, write_parameter_file
 
 pytestmark = pytest.mark.ros
@@ -67,15 +67,7 @@ def test_a_10_N_push_moves_the_tool_by_F_over_K(tmp_path):
 
 
 def test_a_30_N_impulse_on_link_4_stops_the_arm_and_is_reported(tmp_path):
-    # a force at the end of link 4 (the origin of link 5, on joint 5's axis), across link 4 and joint
-    # 4's axis at the initial posture
-    pin_model = pin.buildModelFromUrdf(URDF)
-    data = pin_model.createData()
-    pin.framesForwardKinematics(pin_model, data, pin_q(pin_model, np.array(Q0)))
-    link4, link5 = (data.oMf[pin_model.getFrameId(name)] for name in ("arm7_link4", "arm7_link5"))
-    axis4 = link4.rotation @ dc.load_urdf(URDF).screw_axes[3, :3]
-    force = np.cross(axis4, link5.translation - link4.translation)
-    force *= 30.0 / np.linalg.norm(force)
+    force = force_across_link_4(URDF, Q0, 30.0)
     controller = {"urdf_path": URDF, "reference.type": "sine", "reference.amplitude": 0.3,
                   "reference.frequency": 0.5, "estimator.gain": 300.0, "collision.enabled": True,
                   "collision.lower_threshold": [1.0], "collision.upper_threshold": [3.0],
@@ -100,29 +92,23 @@ def test_a_30_N_impulse_on_link_4_stops_the_arm_and_is_reported(tmp_path):
     assert np.abs(v[late]).max() < 0.01
 
 
-class TargetMonitor(RecordingMonitor):
-    """Records, and once running for `at` seconds publishes on ~/target_pose: a non-finite pose, one
-    out of reach, then `target` (PoseStamped); `sent` keeps the wall time [ns] of the last."""
+class PublishOnce(RecordingMonitor):
+    """Records, and once running for `at` seconds publishes `messages` (of `msg_type`) on `topic`,
+    in order; `sent` keeps the wall time [ns] of the last."""
 
-    def __init__(self, target, at):
+    def __init__(self, msg_type, topic, messages, at):
         super().__init__()
-        self.target, self.at, self.sent = target, at, None
+        self.msg_type, self.topic, self.messages, self.at, self.sent = msg_type, topic, messages, at, None
 
     def start(self, node):
         super().start(node)
-        self.publisher = node.create_publisher(PoseStamped, "/dyn_controller/target_pose", 10)
+        self.publisher = node.create_publisher(self.msg_type, self.topic, 10)
 
     def status(self, phase, elapsed):
         super().status(phase, elapsed)
         if phase == "run" and elapsed > self.at and self.sent is None:
-            bad = PoseStamped()
-            bad.header.frame_id = "arm7_link0"
-            bad.pose.orientation.w = 1.0
-            bad.pose.position.x = float("nan")
-            self.publisher.publish(bad)
-            bad.pose.position.x = 5.0                  # the arm reaches about 1.2 m
-            self.publisher.publish(bad)
-            self.publisher.publish(self.target)
+            for message in self.messages:
+                self.publisher.publish(message)
             self.sent = time.time_ns()
 
 
@@ -145,7 +131,12 @@ def test_a_5_cm_target_in_a_link_frame_is_reached_without_overshoot_and_bad_ones
     controller = {"urdf_path": URDF, "control.mode": "cartesian_impedance", "control.frame": "arm7_tool",
                   "cartesian.target_time_constant": 0.1, "state_publish_period": 5}
     simulator = {"urdf_path": URDF, "backend": "mujoco", "initial_positions": Q0}
-    monitor = TargetMonitor(target, at=2.5)
+    bad = [PoseStamped(), PoseStamped()]       # a non-finite pose, one out of reach (the arm reaches ~1.2 m)
+    for message, x in zip(bad, (float("nan"), 5.0)):
+        message.header.frame_id = "arm7_link0"
+        message.pose.orientation.w = 1.0
+        message.pose.position.x = x
+    monitor = PublishOnce(PoseStamped, "/dyn_controller/target_pose", bad + [target], at=2.5)
     code = bringup(write_parameter_file(tmp_path / "params.yaml",
                                         {"dyn_controller": controller, "dyn_simulator": simulator}), 6.0, monitor)
     assert code == 0
@@ -165,29 +156,6 @@ def test_a_5_cm_target_in_a_link_frame_is_reached_without_overshoot_and_bad_ones
     assert progress.max() < 1.02
 
 
-class WrenchMonitor(RecordingMonitor):
-    """Records, and once running for `at` seconds publishes `wrench` (WrenchStamped) on
-    ~/target_wrench, first once in a frame that is not the root (refused); `sent`: its wall time [ns]."""
-
-    def __init__(self, wrench, at):
-        super().__init__()
-        self.wrench, self.at, self.sent = wrench, at, None
-
-    def start(self, node):
-        super().start(node)
-        self.publisher = node.create_publisher(WrenchStamped, "/dyn_controller/target_wrench", 10)
-
-    def status(self, phase, elapsed):
-        super().status(phase, elapsed)
-        if phase == "run" and elapsed > self.at and self.sent is None:
-            wrong = WrenchStamped()
-            wrong.header.frame_id = "arm7_link3"
-            wrong.wrench.force.z = 5.0
-            self.publisher.publish(wrong)
-            self.publisher.publish(self.wrench)
-            self.sent = time.time_ns()
-
-
 def test_a_target_wrench_moves_the_free_tool_by_w_over_K(tmp_path):
     """~/target_wrench in free space: the impedance balances the commanded wrench with its spring, so
     the tool settles w / K from where it held (the simulated robot's joint states, Pinocchio's
@@ -200,7 +168,10 @@ def test_a_target_wrench_moves_the_free_tool_by_w_over_K(tmp_path):
                   "cartesian.stiffness.translational": [K], "cartesian.stiffness.rotational": [30.0],
                   "cartesian.singularity_damping": 0.0, "state_publish_period": 5}
     simulator = {"urdf_path": URDF, "backend": "mujoco", "initial_positions": Q0}
-    monitor = WrenchMonitor(message, at=2.5)
+    wrong = WrenchStamped()                    # in another frame than the root: refused
+    wrong.header.frame_id = "arm7_link3"
+    wrong.wrench.force.z = 5.0
+    monitor = PublishOnce(WrenchStamped, "/dyn_controller/target_wrench", [wrong, message], at=2.5)
     code = bringup(write_parameter_file(tmp_path / "params.yaml",
                                         {"dyn_controller": controller, "dyn_simulator": simulator}), 6.0, monitor)
     assert code == 0 and monitor.sent is not None

@@ -9,7 +9,6 @@ again after the reset, and by the commands that no switch steps the torque above
 import time
 
 import numpy as np
-import pinocchio as pin
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import Float64MultiArray
@@ -18,7 +17,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 import dyn_control as dc
 from dyn_control.nodes import qos
-from oracles import pin_q
+from oracles import force_across_link_4
 from ros_harness import RecordingMonitor, bringup, write_parameter_file
 
 pytestmark = pytest.mark.ros
@@ -30,17 +29,6 @@ REFUSED_AT, RESET_AT, SECOND_RESET_AT = PUSH + 1.5, PUSH + 2.0, PUSH + 2.5
 RUN_TIME = PUSH + 5.0
 RATE_HZ, RATE_LIMIT = 1000.0, 1000.0    # the defaults: 1 N m per tick
 WATCHDOG = 0.05
-
-
-def impulse_on_link_4():
-    """30 N at the origin of link 5, across link 4 and joint 4's axis at the initial posture."""
-    model = pin.buildModelFromUrdf(URDF)
-    data = model.createData()
-    pin.framesForwardKinematics(model, data, pin_q(model, np.array(Q0)))
-    link4, link5 = (data.oMf[model.getFrameId(name)] for name in ("arm7_link4", "arm7_link5"))
-    axis4 = link4.rotation @ dc.load_urdf(URDF).screw_axes[3, :3]
-    force = np.cross(axis4, link5.translation - link4.translation)
-    return force * 30.0 / np.linalg.norm(force)
 
 
 class CollisionMonitor(RecordingMonitor):
@@ -99,7 +87,7 @@ def test_a_collision_is_reported_holds_refuses_references_and_resets(tmp_path):
     simulator = {"urdf_path": URDF, "backend": "mujoco", "initial_positions": Q0,
                  "external_wrench.schedule.start": [PUSH], "external_wrench.schedule.end": [PUSH + 0.05],
                  "external_wrench.schedule.frame": ["arm7_link5"],
-                 "external_wrench.schedule.force": impulse_on_link_4().tolist()}
+                 "external_wrench.schedule.force": force_across_link_4(URDF, Q0, 30.0).tolist()}
     monitor = CollisionMonitor()
     code = bringup(write_parameter_file(tmp_path / "params.yaml",
                                         {"dyn_controller": controller, "dyn_simulator": simulator}), RUN_TIME, monitor)
