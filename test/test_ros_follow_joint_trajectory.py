@@ -126,7 +126,7 @@ class Scenario(RecordingMonitor):
         response = wait(entry["future"], timeout)
         entry.update(status=response.status, code=response.result.error_code, reason=response.result.error_string,
                      ended=time.time_ns())
-        time.sleep(0.1)          # feedback published with the last check arrives
+        time.sleep(0.5)          # feedback published with the last check arrives (another topic than the result)
         return entry
 
     def push(self, force):

@@ -4,8 +4,9 @@ URDF lacks) tracks a designed excitation (the controller's reference.type fourie
 recorded from the graph, `identify` fits a physically consistent model from that bag alone, and
 the controller is configured with its parameters file (`model.parameters_file`) on the same robot in
 the demo (a 10 N push from 3 s to 6 s). The oracle: the simulated robot's own forces. With the
-identified model the false force stays below 0.3 N and the push is estimated within 3 % (95th
-percentiles). The fourier reference is checked against the closed-form series.
+identified model the false force stays below 0.3 N (mean and 95th percentile) and the push is
+estimated within 2 % on average, 3.5 % at the 95th percentile (which holds the observer's own lag
+along the sine: 0.21 N with the robot's true values). The fourier reference is checked against the closed-form series.
 """
 import numpy as np
 import pytest
@@ -38,7 +39,9 @@ def test_the_robot_identified_through_ros_removes_the_false_force(tmp_path):
         pytest.skip(f"the machine stalled the loop twice (commands {gaps[0]:.0f} ms apart while recording, "
                     f"{gaps[1]:.0f} ms in the demo; the watchdog is {STALL_MS:g} ms): the figures are the machine's")
     assert figures["false force mean"] <= 0.3 and figures["false force p95"] <= 0.3
-    assert figures["force error p95"] <= 0.3          # 3 % of the 10 N push
+    # the push estimated within 2 % on average; its 95th percentile holds the observer's own lag along
+    # the sine (0.21 N with the robot's true values, bench_mismatch), so 3.5 % there
+    assert figures["force error mean"] <= 0.2 and figures["force error p95"] <= 0.35
 
 
 def test_fourier_reference_is_the_series(tmp_path):
