@@ -401,7 +401,7 @@ def _views(ws, nv, m):
     o = 0
     J = view(ws, o, (m, nv))
     o += m * nv
-    gamma = ws[o:o + m]
+    gamma = view(ws, o, (m,))
     o += m
     L = view(ws, o, (nv, nv))
     o += nv * nv

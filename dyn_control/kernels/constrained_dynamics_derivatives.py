@@ -26,7 +26,6 @@ The contacts' terms come from kernels/contact.py: the sides' world Jacobians and
 (add_force_torque_derivatives). An entry kernel returns the forward kernel's verdict when it is not
 OK (SINGULAR: the NumPy path decides), FAILED when a result is not finite.
 """
-import numpy as np
 from numba import njit
 
 from ..spatial import cross_force, cross_motion
@@ -37,7 +36,7 @@ from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleratio
 from .contact import add_force_torque_derivatives, motion_derivatives
 from .inputs import all_finite
 from .joint_terms import add_joint_derivatives
-from .packed import view
+from .packed import int_view, view
 from .rnea_derivatives import derivative_matrices, world_forces
 
 
@@ -65,7 +64,7 @@ def _derivative_views(dws, nv):
     o += 6 * nv
     vecs = view(dws, o, (2, nv))      # dv, w (impulse)
     o += 2 * nv
-    cols = dws[o:o + nv].view(np.int64)  # the columns a contact's rows depend on
+    cols = int_view(dws, o, nv)       # the columns a contact's rows depend on
     o += nv
     poses = view(dws, o, (2, 4, 6))   # R rows 0-2 in [:, 0:3, 0:3], p in row 3
     o += 48

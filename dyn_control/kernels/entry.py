@@ -20,7 +20,6 @@ every field present (a LargeData allocates some on first use, outside the buffer
 nv; then it returns the algorithm's verdict. Anything but OK sends the public function to its checked
 path, which names the problem (dynamics.py).
 """
-import numpy as np
 from numba import njit
 
 from .aba import aba as _aba
@@ -32,7 +31,7 @@ from .kinematics import frame_jacobian as _frame_jacobian
 from .minverse import OK as MINV_OK
 from .minverse import aba_derivatives as _aba_derivatives
 from .minverse import minverse as _minverse
-from .packed import view
+from .packed import int_view, view
 from .regressor import regressor as _regressor
 from .rnea import gravity as _gravity
 from .rnea import rnea as _rnea
@@ -71,8 +70,7 @@ def start(buf, field):
 
 @njit(cache=True, inline="always")
 def vec(buf, field, n0):
-    o = start(buf, field)
-    return buf[o:o + n0]
+    return view(buf, start(buf, field), (n0,))
 
 
 @njit(cache=True, inline="always")
@@ -87,8 +85,7 @@ def cube(buf, field, n0, n1, n2):
 
 @njit(cache=True, inline="always")
 def ints(buf, field, n0):
-    o = start(buf, field)
-    return buf[o:o + n0].view(np.int64)
+    return int_view(buf, start(buf, field), n0)
 
 
 @njit(cache=True, inline="always")
