@@ -5,7 +5,7 @@ with the same constraints (initConstraintDynamics once)."""
 import numpy as np
 
 import dyn_control as dc
-from common import Case, Row, per_call_us, pin_q
+from common import Case, Row, pin_q
 
 ROBOTS = {"panda": [("panda_hand", "point")],
           "talos_reduced": [("left_sole_link", "frame"), ("right_sole_link", "frame")]}
@@ -59,6 +59,6 @@ def run():
              pin_impulse_derivatives),
         ]
         for case, ours, ref in cases:
-            rows.append(Row(f"{case} {name} (nv={model.nv})", per_call_us(ours), per_call_us(ref),
-                            note=f"({len(contacts)} {frames[0][1]})"))
+            rows.append(Row.versus(f"{case} {name} (nv={model.nv})", name, ours, ref,
+                                   note=f"({len(contacts)} {frames[0][1]})"))
     return rows

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 import dyn_control as dc
-from common import Case, Row, per_call_us, pin_q, pinocchio_model, robot_urdf
+from common import Case, Row, pin_q, pinocchio_model, robot_urdf
 
 ROBOTS = ("panda", "talos_reduced")
 SAMPLES = 10_000
@@ -63,7 +63,7 @@ def run():
         c = Case(name, rng)
         model, data, pm, pd, q, v, a, tau = c.model, c.data, c.pm, c.pd, c.q, c.v, c.a, c.tau
         for case, ours, ref in _per_call_cases(model, data, pm, pd, q, v, a, tau):
-            rows.append(Row(f"{case} {name} (nv={model.nv})", per_call_us(ours), per_call_us(ref)))
+            rows.append(Row.versus(f"{case} {name} (nv={model.nv})", name, ours, ref))
     threads = numba.get_num_threads()
     for name in ROBOTS:
         path = robot_urdf(name)

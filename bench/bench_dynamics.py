@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 
 import dyn_control as dc
-from common import Case, Row, per_call_us, pin_q
+from common import Case, Row, pin_q
 
 ROBOTS = ("panda", "talos_reduced")
 
@@ -54,7 +54,7 @@ def run():
         c = Case(name, rng)
         model, data, pm, pd, q, v, a = c.model, c.data, c.pm, c.pd, c.q, c.v, c.a
         for case, ours, ref in _cases(model, data, pm, pd, q, v, a):
-            rows.append(Row(f"{case} {name} (nv={model.nv})", per_call_us(ours), per_call_us(ref)))
+            rows.append(Row.versus(f"{case} {name} (nv={model.nv})", name, ours, ref))
     with tempfile.TemporaryDirectory() as empty_cache:
         cold = _compile_time(empty_cache)
         warm = _compile_time(empty_cache)

@@ -1,4 +1,5 @@
-"""Shared timing helpers for `make bench`: best-of-repeats per-call time, in microseconds."""
+"""Shared timing helpers for `make bench`, in microseconds per call: the best of repeats, or ours
+against a reference in interleaved rounds (median times and the spread of their ratio)."""
 import os
 import sys
 import timeit
@@ -9,14 +10,30 @@ from oracles import pin_q, pinocchio_model, robot_urdf  # noqa: E402,F401
 
 def per_call_us(fn, min_time=0.2, repeat=5):
     """Best per-call time of fn() in microseconds (after one warm-up call)."""
+    number = _calls_for(fn, min_time / repeat)
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def _calls_for(fn, min_time):
+    """How many calls of fn() take at least min_time seconds (powers of 4)."""
     fn()
     number = 1
-    while True:
-        t = timeit.timeit(fn, number=number)
-        if t >= min_time / repeat or number >= 1 << 20:
-            break
+    while timeit.timeit(fn, number=number) < min_time and number < 1 << 20:
         number *= 4
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+    return number
+
+
+def interleaved_us(ours, ref, rounds=9, min_time=0.03):
+    """Per-call times of ours() and ref() timed in alternating rounds, so that both see the same
+    machine: (median ours [us], median ref [us], median, lowest and highest of the rounds' ratios)."""
+    n_ours, n_ref = _calls_for(ours, min_time), _calls_for(ref, min_time)
+    t_ours, t_ref = [], []
+    for _ in range(rounds):
+        t_ours.append(timeit.timeit(ours, number=n_ours) / n_ours * 1e6)
+        t_ref.append(timeit.timeit(ref, number=n_ref) / n_ref * 1e6)
+    ratios = sorted(a / b for a, b in zip(t_ours, t_ref))
+    return (sorted(t_ours)[rounds // 2], sorted(t_ref)[rounds // 2], ratios[rounds // 2], ratios[0],
+            ratios[-1])
 
 
 class Case:
@@ -39,19 +56,32 @@ class Case:
 
 
 class Row:
-    """One benchmark line: our time against the reference's (None when there is none)."""
+    """One benchmark line: our time against the reference's (None when there is none). A row made
+    by `versus` also carries the spread of the ratio over its rounds and its robot, for the
+    geometric mean per robot that run.py prints."""
 
     def __init__(self, case, ours_us, ref_us=None, ref_name="pinocchio", note=""):
         self.case, self.ours_us, self.ref_us, self.ref_name, self.note = case, ours_us, ref_us, ref_name, note
+        self.ratio = None if ref_us is None else ours_us / ref_us
+        self.spread = None
+        self.robot = None
 
     @classmethod
     def value(cls, case, value, unit):
         """A measurement with no reference (a compile time, a count), printed with its unit."""
         return cls(case, value, note=unit)
 
+    @classmethod
+    def versus(cls, case, robot, ours, ref, note=""):
+        """ours() against Pinocchio's ref() per call, in interleaved rounds (interleaved_us): median
+        times, the median ratio and its range over the rounds."""
+        ours_us, ref_us, ratio, low, high = interleaved_us(ours, ref)
+        row = cls(case, ours_us, ref_us, note=f"[{low:.2f}-{high:.2f}] {note}".rstrip())
+        row.ratio, row.spread, row.robot = ratio, (low, high), robot
+        return row
+
     def format(self):
         if self.ref_us is None:
             return f"{self.case:44s} {self.ours_us:12.2f} {'':>12s} {'':>7s}  {self.note}"
-        ratio = self.ours_us / self.ref_us
-        return (f"{self.case:44s} {self.ours_us:12.2f} {self.ref_us:12.2f} {ratio:7.2f}  "
+        return (f"{self.case:44s} {self.ours_us:12.2f} {self.ref_us:12.2f} {self.ratio:7.2f}  "
                 f"{self.ref_name} {self.note}").rstrip()
