@@ -364,8 +364,8 @@ def coriolis_matrix(model, data, q, v):
     C = data._C_tree
     if not _coriolis.coriolis_matrix(model._parents, model._screw_axes, model._home_R, model._home_p,
                                      model._phi, q_t, v_t, data._R, data._p, data._oR, data._op, data._oS,
-                                     data._oV, data._oPsi, data._oIc, data._oBc, data._X, data._tmp6,
-                                     data._tmp66, C):
+                                     data._oV, data._oPsi, data._oIc, data._oBc, data._phi_world,
+                                     data._tmp6, C):
         raise non_finite_error(q=q, v=v)
     if G is not None:
         coupled_result(data._C, G.T @ C @ G, q=q, v=v)

@@ -451,8 +451,6 @@ class Data:
         self.U = np.zeros((nb, 6))             # IA_i S_i
         self.D = np.zeros(nb)                  # S_i^T IA_i S_i
         self.u = np.zeros(nb)                  # tau_i - S_i^T pA_i
-        self.tmp66 = np.zeros((2, 6, 6))       # scratch 6x6 matrices
-        self.X = np.zeros((nb, 6, 6))          # Ad_{T^-1} matrices (coriolis: of the world poses)
         # coriolis matrix
         self.C = np.zeros((nv, nv))            # C(q, v) with Mdot - 2C skew-symmetric
         self.C_tree = np.zeros((nb, nb)) if self.coupled else self.C

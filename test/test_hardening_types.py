@@ -128,6 +128,8 @@ OPTIONAL = ("f_ext", "other", "anchor")  # None is valid
 
 
 def as_results(result):
+    if isinstance(result, dc.Model):  # the with_* functions: the new model's arrays
+        result = (result.base_accel, result.parameters(), result.screw_axes, result.home_p)
     return [np.array(x, dtype=float) for x in (result if isinstance(result, tuple) else (result,))]
 
 

@@ -81,7 +81,7 @@ def float_fields(nb, na, nc, window, ncontrolled):
         ("phi_window", (npar,)), ("in_sum", (window,)),
         # workspace
         ("Gdot", (nv, na)), ("M", (nv, nv)), ("C", (nv, nv)), ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)),
-        ("oBc", (nb, 6, 6)), ("X", (nb, 6, 6)), ("tmp66", (2, 6, 6)), ("phi_composite", (nb, 10)),
+        ("oBc", (nb, 6, 6)), ("phi_world", (nb, 10)), ("phi_composite", (nb, 10)),
         ("F", (nb, 6)), ("V_body", (nb, 6)), ("Vdot_body", (nb, 6)), ("f_ext_zero", (nb, 6)), ("g", (nv,)),
         ("zero", (nv,)), ("tau_tree", (nv,)), ("a_tree", (nv,)), ("Y", (nv, npar)), ("Y_a", (na, npar)),
         ("J", (6, nv)), ("J_a", (3, na)), ("A3", (3, 3)), ("scratch", (4, nv)), ("reduced", (4, na)),
@@ -104,7 +104,7 @@ _F = field_indices(float_fields(1, 1, 1, 1, 1))
 _I = field_indices(int_fields(1, 1, 1, 1))
 (S, FRAME_R, FRAME_P, EFFORT_LIMIT, KP, KD, BRAKE_GAIN, OBSERVER_GAIN, CENTRE, AMPLITUDE, Q_SAMPLE, EFFORT, Q_D,
  V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH, GRADIENT, P_PREV, DRIFT_PREV, TAU_EXT, DTHETA_PREV,
- ACCELERATION, Y_RING, TAU_RING, SUM_YYPHI, SUM_YT, PHI_WINDOW, IN_SUM, GDOT, M_, C_, OPSI, OIC, OBC, X_, TMP66,
+ ACCELERATION, Y_RING, TAU_RING, SUM_YYPHI, SUM_YT, PHI_WINDOW, IN_SUM, GDOT, M_, C_, OPSI, OIC, OBC, PHI_WORLD,
  PHI_COMPOSITE, F_, V_BODY, VDOT_BODY, F_EXT_ZERO, G_TREE, ZERO, TAU_TREE, A_TREE, Y_, Y_A, J_, J_A, A3, SCRATCH,
  REDUCED, HOLD, TAU_EXT_A, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV, MAX_STEP) = (
     _F[name] for name, _ in float_fields(1, 1, 1, 1, 1)[len(chain_float_fields(1, 1, 1)):])
@@ -379,7 +379,7 @@ def _momentum_terms(f, fo, ints, io, momentum, drift):
                            field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
                            field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6), field2(f, fo, OV, nb, 6),
                            field2(f, fo, OPSI, nb, 6), field3(f, fo, OIC, nb, 6, 6), field3(f, fo, OBC, nb, 6, 6),
-                           field3(f, fo, X_, nb, 6, 6), tmp6, field3(f, fo, TMP66, 2, 6, 6), C):
+                           field2(f, fo, PHI_WORLD, nb, 10), tmp6, C):
         return False
     Mv = field2(f, fo, SCRATCH, 4, nv)[1]
     tree_term = field2(f, fo, SCRATCH, 4, nv)[2]

@@ -105,8 +105,8 @@ def float_fields(nb, nv, window, ncontrolled, nnz=1):
         # workspace of the kernels
         ("R", (nb, 3, 3)), ("p", (nb, 3)), ("V", (nb, 6)), ("Vdot", (nb, 6)), ("F", (nb, 6)),
         ("tmp6", (12, 6)), ("oR", (nb, 3, 3)), ("op", (nb, 3)), ("oS", (nb, 6)), ("oV", (nb, 6)),
-        ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)), ("oBc", (nb, 6, 6)), ("X", (nb, 6, 6)),
-        ("tmp66", (2, 6, 6)), ("C", (nv, nv)), ("M", (nv, nv)), ("phi_composite", (nb, 10)),
+        ("oPsi", (nb, 6)), ("oIc", (nb, 6, 6)), ("oBc", (nb, 6, 6)), ("phi_world", (nb, 10)),
+        ("C", (nv, nv)), ("M", (nv, nv)), ("phi_composite", (nb, 10)),
         ("Y", (nv, npar)), ("ophi_c", (nb, 10)), ("vectors", (9, nb, 6)), ("eta_columns", (2, nb, 6, 6)),
         ("eta_pose", (4, 3)), ("dtau_deta", (nv, 6 * nb)), ("J", (6, nv)), ("A", (6, 6)),
         ("g", (nv,)), ("hold", (nv,)), ("zero", (nv,)), ("f_ext_zero", (nb, 6)), ("scratch", (4, nv)),
@@ -147,7 +147,7 @@ _I = field_indices(int_fields(1, 1))
  OBSERVER_GAIN, CENTRE, AMPLITUDE, Q, V_, EFFORT, Q_D, V_D, A_D, TAU, COMMAND, TAU_APPLIED, WRENCH,
  GRADIENT, TWIST_GRADIENT, S, P_PREV, DRIFT_PREV, TAU_EXT, V_PREV, ACCELERATION, Y_RING,
  SAMPLES, SUM_YYPHI, SUM_YT, PHI_WINDOW, IN_SUM, TWIST_RING, TWIST_SUM, R_, P_, BODY_V, BODY_VDOT, BODY_F,
- TMP6, OR, OP, OS, OV, OPSI, OIC, OBC, X_, TMP66, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
+ TMP6, OR, OP, OS, OV, OPSI, OIC, OBC, PHI_WORLD, C_, M_, PHI_COMPOSITE, Y_, OPHI_C, VECTORS, ETA_COLUMNS,
  ETA_POSE, DTAU_DETA, J_, A_, G_, HOLD, ZERO, F_EXT_ZERO, SCRATCH, Q_R, V_R, A_R, OFFSET_Q, OFFSET_V, TAU_PREV,
  MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT, CONTROL_FRAME_R, CONTROL_FRAME_P, TARGET_R,
  TARGET_P, EQUILIBRIUM_R, EQUILIBRIUM_P, POSE_R, POSE_P, POSE_ERROR, STIFFNESS, TARGET_WRENCH, NULLSPACE_STIFFNESS,
@@ -600,8 +600,8 @@ def _momentum_terms(f, fo, ints, io, momentum, drift):
     C = field2(f, fo, C_, nv, nv)
     coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS,
                     field2(f, fo, OV, nb, 6), field2(f, fo, OPSI, nb, 6), field3(f, fo, OIC, nb, 6, 6),
-                    field3(f, fo, OBC, nb, 6, 6), field3(f, fo, X_, nb, 6, 6), field2(f, fo, TMP6, 12, 6),
-                    field3(f, fo, TMP66, 2, 6, 6), C)
+                    field3(f, fo, OBC, nb, 6, 6), field2(f, fo, PHI_WORLD, nb, 10), field2(f, fo, TMP6, 12, 6),
+                    C)
     crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, field2(f, fo, PHI_COMPOSITE, nb, 10),
          field2(f, fo, BODY_F, nb, 6), M)
     joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)

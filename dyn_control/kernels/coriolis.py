@@ -9,24 +9,21 @@ with Ic_d, Bc_d the sums of I_k, B_k over the subtree of d.
 """
 from numba import njit
 
-from ..spatial import (body_coriolis, cross_motion, dot6, motion_to_parent, motion_transform_into,
-                       spatial_inertia_into)
+from ..spatial import body_coriolis, cross_motion, dot6, motion_to_parent, phi_to_parent_add, spatial_inertia_into
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
 
 @njit(cache=True)
 def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS, oV, oPsi,
-                    oIc, oBc, X, tmp6, tmp66, C):
+                    oIc, oBc, phi_world, tmp6, C):
     """C into `C`; returns False, computing nothing, when q or v is not finite, and False when C is
-    not (overflow)."""
+    not (overflow). phi_world (nb, 10): scratch for the bodies' parameters in the root frame."""
     if not (all_finite(q) and all_finite(v)):
         return False
     nb = q.shape[0]
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
     world_poses(parents, R, p, oR, op)
-    G = tmp66[0]
-    T = tmp66[1]
     IV = tmp6[0]
     for i in range(nb):
         j = parents[i]
@@ -34,21 +31,12 @@ def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op
         for k in range(6):
             oV[i, k] = (0.0 if j < 0 else oV[j, k]) + oS[i, k] * v[i]
         cross_motion(oV[i], oS[i], oPsi[i])
-        # world-frame inertia oI = X^T G X with X = Ad_{oT_i^-1}
-        spatial_inertia_into(phi[i], G)
-        motion_transform_into(oR[i], op[i], X[i])
-        for r in range(6):
-            for c in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += G[r, k] * X[i, k, c]
-                T[r, c] = s
-        for r in range(6):
-            for c in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += X[i, k, r] * T[k, c]
-                oIc[i, r, c] = s
+        # world-frame inertia oI = X^T G X with X = Ad_{oT_i^-1}: the parallel axis theorem on the
+        # ten parameters (as aba.py), then the 6x6 matrix
+        for k in range(10):
+            phi_world[i, k] = 0.0
+        phi_to_parent_add(oR[i], op[i], phi[i], phi_world[i])
+        spatial_inertia_into(phi_world[i], oIc[i])
         body_coriolis(oV[i], oIc[i], IV, oBc[i])
     for i in range(nb - 1, -1, -1):
         j = parents[i]

@@ -49,12 +49,12 @@ MODEL_FIELDS = ("parents", "screw_axes", "home_R", "home_p", "phi", "base_accel"
 
 DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g", "zero", "f_ext_zero",
                "M", "phi_composite", "oS", "oV", "phi_world", "c", "IA", "pA", "U", "D", "u", "oA", "ddq",
-               "oPsi", "oIc", "oBc", "X", "tmp66", "C", "support", "J", "frame_poses", "ophi_c",
+               "oPsi", "oIc", "oBc", "C", "support", "J", "frame_poses", "ophi_c",
                "deriv_vectors", "Minv_IA", "Minv_F", "subtree_end", "deriv_joint", "Minv",
                "derivatives_tree", "Y", "Y_full")
 (R, P, OR, OP, V, VDOT, F, TMP6, TAU, NLE, G, ZERO, F_EXT_ZERO,
  M, PHI_COMPOSITE, OS, OV, PHI_WORLD, C, IA, PA, U, D, U_SMALL, OA, DDQ,
- OPSI, OIC, OBC, X, TMP66, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
+ OPSI, OIC, OBC, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
  DERIV_VECTORS, MINV_IA, MINV_F, SUBTREE_END, DERIV_JOINT, MINV,
  DERIVATIVES_TREE, Y, Y_FULL) = range(len(DATA_FIELDS))
 
@@ -221,8 +221,8 @@ def coriolis_matrix(model, data, q, v):
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
         mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
         cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, OV, nb, 6),
-        mat(data, OPSI, nb, 6), cube(data, OIC, nb, 6, 6), cube(data, OBC, nb, 6, 6), cube(data, X, nb, 6, 6),
-        mat(data, TMP6, 4, 6), cube(data, TMP66, 2, 6, 6), mat(data, C_MATRIX, nb, nb)))
+        mat(data, OPSI, nb, 6), cube(data, OIC, nb, 6, 6), cube(data, OBC, nb, 6, 6),
+        mat(data, PHI_WORLD, nb, 10), mat(data, TMP6, 4, 6), mat(data, C_MATRIX, nb, nb)))
 
 
 @njit(cache=True)
