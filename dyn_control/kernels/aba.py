@@ -19,7 +19,7 @@ from .joint_terms import ARMATURE, friction, has_terms
 from .kinematics import joint_transforms, world_poses
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def aba(parents, screw_axes, home_R, home_p, phi, joint_terms, q, v, tau, base_accel, f_ext, R, p, oR, op,
         oS, oV, phi_world, c, IA, pA, U, D, u, A, tmp6, ddq):
     """ddq = (M(q) + diag(I_a))^-1 (tau - C(q, v) v - g(q) - friction(v) + sum_i J_i^T f_ext_i); A

@@ -36,7 +36,7 @@ SINGULAR_G = 1e-8   # pivot^2 of G relative to its largest diagonal entry: above
                     # (1e-12) of the pseudo-inverse with margin, so the two paths agree where both run
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def side_pose(frame_body, frame_R, frame_p, oR, op, f, R, p):
     """World pose (R, p) of frame f (f = -1: the world's origin) and its body (-1: none moving)."""
     if f < 0:
@@ -70,7 +70,7 @@ def cross3(a, b, out):
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def row_of_motion(X, dim, local, R1, p1, p_side, out, t):
     """The rows of a motion vector X (world axes, at the origin) for one contact: "point":
     X_v + X_w x p_side (in frame 1's axes if local); "frame": [w; v + w x p1], rotated to frame 1's
@@ -96,7 +96,7 @@ def row_of_motion(X, dim, local, R1, p1, p_side, out, t):
             out[3 + r] = u[r]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def point_acceleration(V, A, p, out, t):
     """Classical acceleration of the point p of a body with twist V and acceleration A (world):
     A_v + A_w x p + w x (V_v + w x p)."""
@@ -113,7 +113,7 @@ def point_acceleration(V, A, p, out, t):
         out[r] += pd[r]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t):
     """J (m, nv) and gamma (m,) = the constraint acceleration at a = 0 (oA built with a = 0).
     sides: (2, 4, 6) scratch (R rows 0-2 in [:, 0:3, 0:3], p in row 3); t: (>= 8, 6) scratch."""
@@ -184,7 +184,7 @@ def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec
         row += dim
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def cholesky(A, L, threshold):
     """L lower with L L^T = A; False when a pivot^2 falls below threshold * max(diag A) (or A has a
     non-positive diagonal entry)."""
@@ -212,7 +212,7 @@ def cholesky(A, L, threshold):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def cholesky_solve(L, x):
     """x <- (L L^T)^-1 x in place, x (n,)."""
     n = L.shape[0]
@@ -228,7 +228,7 @@ def cholesky_solve(L, x):
         x[i] = s / L[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def tree_factor(M, parents, L, threshold):
     """M = L^T L with L lower triangular and nonzero only at (k, ancestors of k) (Featherstone's LTL,
     RBDA sec. 6.5: a tree's M factors without fill-in). False when a pivot falls below threshold *
@@ -265,7 +265,7 @@ def tree_factor(M, parents, L, threshold):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def solve_lt(L, parents, x):
     """x <- L^-T x, the first half of M^-1 x with M = L^T L from tree_factor (leaves to root)."""
     for i in range(L.shape[0] - 1, -1, -1):
@@ -276,7 +276,7 @@ def solve_lt(L, parents, x):
             j = parents[j]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def solve_l(L, parents, x):
     """x <- L^-1 x, the second half of M^-1 x (root to leaves)."""
     for i in range(L.shape[0]):
@@ -295,7 +295,7 @@ def _zero_row(x):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def solve_lt_columns(L, parents, X):
     """X <- L^-T X for X (n, m) (rows inner: contiguous). A row still zero when its turn comes
     changes nothing and is skipped: for contact rows, whose columns are zero outside the supports
@@ -315,7 +315,7 @@ def solve_lt_columns(L, parents, X):
             j = parents[j]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def solve_l_columns(L, parents, X):
     """X <- L^-1 X for X (n, m)."""
     m = X.shape[1]
@@ -331,14 +331,14 @@ def solve_l_columns(L, parents, X):
             X[i, c] /= d
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def tree_solve_columns(L, parents, X):
     """X <- M^-1 X in place for X (n, m), M = L^T L from tree_factor."""
     solve_lt_columns(L, parents, X)
     solve_l_columns(L, parents, X)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
     """With x = rhs_dynamics and rhs_c on entry: x <- the KKT solution, lam <- its multipliers of
     M x - J^T lam = rhs_dynamics, J x = rhs_c. With M = L^T L (tree_factor) and Z = L^-T J^T, whose
@@ -382,7 +382,7 @@ def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _all_finite(x):
     for value in x.ravel():
         if not np.isfinite(value):
@@ -390,7 +390,7 @@ def _all_finite(x):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def workspace_size(nv, m):
     return m * nv + m + nv * nv + nv * m + 2 * m * m + 48 + 48
 
@@ -417,7 +417,7 @@ def _views(ws, nv, m):
     return J, gamma, L, Y, G, LG, sides, t
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _rows_at(model, data, q, v, spec, ws, m):
     """World motion at (q, v, a = 0) and the contact rows J, gamma (views of ws); False when the
     inputs or the motion are not finite, or the sizes do not fit."""
@@ -443,7 +443,7 @@ def _rows_at(model, data, q, v, spec, ws, m):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def world_dynamics(model, data, nb, nle):
     """From the world motion of _rows_at (oR, op, oS, oV and oA at a = 0): data.M (crba's sums in
     the root frame, without recomputing the kinematics) and, when nle is True, data.nle = b(q, v)
@@ -502,7 +502,7 @@ def world_dynamics(model, data, nb, nle):
     return _all_finite(M) and (not nle or _all_finite(b))
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
     """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
     model, data: the packed buffers (entry.py); spec the contact rows (module doc); ws the workspace
@@ -511,7 +511,7 @@ def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
     return solve_constrained(model, data, q, v, tau, spec, ws, a, lam)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
     """constrained_dynamics, callable from other kernels."""
     nb = int(model[0])
@@ -539,14 +539,14 @@ def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
     return OK if _all_finite(a) and _all_finite(lam) else FAILED
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def impulse_dynamics(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
     """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v- (the entry kernel; other
     kernels call solve_impulse)."""
     return solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
     """impulse_dynamics, callable from other kernels."""
     nb = int(model[0])

@@ -44,7 +44,7 @@ from .rnea_derivatives import derivative_matrices, world_forces
 # Workspace (one float64 buffer per contact set, beside the forward kernels' one)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def derivative_workspace_size(nv, m):
     """Size of the derivative workspace (the contact rows' m-sized buffers are the outputs')."""
     return 3 * nv * nv + nv * nv + 2 * 4 * 6 * nv + 6 * nv + 3 * nv + 48 + 24 * 6
@@ -93,7 +93,7 @@ def _column(D, k, out):
         out[r] = D[r, k]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, cols, ncols, out_q, out_v, t):
     """Rows of a "point" contact: out_q = -d alpha/dq, out_v = -d alpha/dv with alpha the relative
     classical acceleration of the two points (or, impulse: out_q = -d u/dq, u their relative
@@ -178,7 +178,7 @@ def point_derivatives(local, impulse, b1, b2, R1, p1, p2, V1, A1, V2, A2, sd, co
                     out_v[r, k] = -dv[r]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, cols, ncols, out_q, out_v, t):
     """Rows of a "frame" contact in "local_world_aligned": alpha = the relative acceleration taken
     at p1, [dA_w; dA_v + dA_w x p1]; its q-derivative adds (A1 - A2)_w x jp1 (p1 moves). Impulse:
@@ -216,7 +216,7 @@ def frame_world_derivatives(impulse, p1, V1, A1, V2, A2, sd, cols, ncols, out_q,
                 out_v[3 + r, k] = -x[r]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, cols, ncols, out_q, out_v, t):
     """Rows of a "frame" contact in "local": with L = Ad_{c1}^-1 (world motion into frame 1, which
     moves with body 1: d L X / dq_k = L (dX/dq_k + X x S1_k)),
@@ -286,7 +286,7 @@ def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, cols, ncols, ou
             out_v[r, k] = -(d[r] + c[r])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, cols, ncols, lam, dF, t, W):
     """W += d(J^T lam)/dq at fixed lam (in the contact's reference axes) for one contact: the world
     wrenches F (at the root origin) lam puts on body 1 and, opposite, on body 2, and their
@@ -365,7 +365,7 @@ def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, cols,
         add_force_torque_derivatives(parents, oS, b2, F, dF, -1.0, tmp, W)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def support_columns(parents, b1, b2, cols):
     """cols[:n] = the joints supporting body b1 or b2 (-1: none), each once; returns n. A contact's
     rows and their derivatives are zero in every other column."""
@@ -387,7 +387,7 @@ def support_columns(parents, b1, b2, cols):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def contact_derivatives(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, lam, impulse,
                         out_q, out_v, W, sd, dF, cols, poses, t):
     """For every contact of spec (kernels/constrained_dynamics.py's module doc), with the world
@@ -440,7 +440,7 @@ def contact_derivatives(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, o
 # The KKT solve of many columns with the forward kernel's factors
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def cholesky_solve_columns(L, X):
     """X <- (L L^T)^-1 X in place, X (n, k) (rows inner: contiguous)."""
     n = L.shape[0]
@@ -463,7 +463,7 @@ def cholesky_solve_columns(L, X):
             X[i, c] /= d
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def kkt_columns(parents, J, L, Y, LG, X, Lam):
     """Columns of M X - J^T Lam = rhs_d, J X = rhs_c (eq. 314) with X = rhs_d (nv, k) and Lam =
     rhs_c (m, k) on entry: Lam <- G^-1 (rhs_c - J M^-1 rhs_d), X <- M^-1 rhs_d + Y Lam (L, LG the
@@ -482,7 +482,7 @@ def kkt_columns(parents, J, L, Y, LG, X, Lam):
     add_product(Y, Lam, X)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_product(Y, Lam, X):
     """X += Y Lam."""
     for i in range(X.shape[0]):
@@ -541,7 +541,7 @@ def _contact_derivatives(model, data, nb, spec, lam, impulse, out_q, out_v, W, s
                         W, sd, dF, cols, poses, t)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, lam, da_dq, da_dv, da_dtau,
                                      dlam_dq, dlam_dv, dlam_dtau):
     """a, lam of constrained_dynamics (the forward kernel), then their derivatives da_dq, da_dv,
@@ -595,7 +595,7 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
                   and all_finite(dlam_dv) and all_finite(dlam_dtau)) else FAILED
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws, dws, v_plus, impulses,
                                  dv_dq, dv_dv, dimp_dq, dimp_dv):
     """v_plus, impulses of impulse_dynamics (the forward kernel), then dv_dq = dv+/dq, dv_dv =

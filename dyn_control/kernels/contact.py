@@ -16,7 +16,7 @@ from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def world_motion(parents, screw_axes, home_R, home_p, q, v, a, R, p, oR, op, oS, oV, oA, tmp6):
     """World poses (oR, op), joint screws oS, body twists oV and accelerations oA (gravity left
     out). Returns False, computing nothing, when q, v or a is not finite, and False when a result is
@@ -37,7 +37,7 @@ def world_motion(parents, screw_axes, home_R, home_p, q, v, a, R, p, oR, op, oS,
     return all_finite(op) and all_finite(oV) and all_finite(oA)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def motion_derivatives(parents, oS, oV, oA, body, J, dV_dq, dA_dq, dA_dv, tmp6):
     """For one body: its world Jacobian J (columns oS_k of its supports), dV_b/dq, dA_b/dq and
     dA_b/dv, each (6, nv) with zero columns off the body's support (none for the root, body -1)."""
@@ -75,7 +75,7 @@ def motion_derivatives(parents, oS, oV, oA, body, J, dV_dq, dA_dq, dA_dv, tmp6):
         k = parents[k]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_force_torque_derivatives(parents, oS, body, F, dF_dq, sign, tmp6, out):
     """out[j, k] += sign d(S_j . F)/dq_k for the supports j of `body`: the derivative of the joint
     torques J_b^T F of a world force F applied to the body, with dF_dq[:, k] = dF/dq_k (6, nv).

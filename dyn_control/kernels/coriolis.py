@@ -14,7 +14,7 @@ from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS, oV, oPsi,
                     oIc, oBc, phi_world, tmp6, C):
     """C into `C`; returns False, computing nothing, when q or v is not finite, and False when C is

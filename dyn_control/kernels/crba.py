@@ -10,7 +10,7 @@ from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_composite, F, M):
     """M(q), full symmetric. Returns False, computing nothing, when q is not finite, and False when M
     is not (overflow)."""

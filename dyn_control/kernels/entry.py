@@ -12,8 +12,8 @@ so an entry kernel takes (model buffer, data buffer, inputs), takes named views 
 copy, nothing allocated) and calls the algorithm kernels of the other modules with exactly what the
 public functions' checked paths pass them: results are bit for bit the same. The joint terms
 (armature, friction: kernels/joint_terms.py) are the model's field joint_terms, added by the same
-kernels on both paths. Integer fields (parents,
-support, subtree_end) are int64 views of their slots.
+kernels on both paths. Integer fields (parents, support, subtree_end) are int64 views of their
+slots. The views are borrowed (packed.py): the buffers are the caller's arguments.
 
 An entry kernel checks what its fast call did not: model and data of one size, no mimic coupling,
 every field present (a LargeData allocates some on first use, outside the buffer), inputs of length

@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def all_finite(x):
     """True when every entry of x (any shape) is finite; no early exit, so the loop vectorizes."""
     finite = True
@@ -15,7 +15,7 @@ def all_finite(x):
     return finite
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def all_below(x, bound):
     """True when every entry of x (any shape) is finite and below bound in magnitude."""
     below = True

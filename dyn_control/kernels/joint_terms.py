@@ -55,7 +55,7 @@ def friction(joint_terms, i, v):
     return joint_terms[i, VISCOUS] * v + joint_terms[i, COULOMB] * smooth_sign(v)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_joint_torque(joint_terms, v, a, tau):
     """tau_i += I_a a_i + F_v v_i + F_c sgn_s(v_i) for every joint with terms. False when a changed
     entry is not finite (finite inputs that overflow)."""
@@ -67,7 +67,7 @@ def add_joint_torque(joint_terms, v, a, tau):
     return finite
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_armature_torque(joint_terms, a, tau):
     """tau_i += I_a a_i: the rotors' torque at the joint accelerations a."""
     for i in range(tau.shape[0]):
@@ -75,7 +75,7 @@ def add_armature_torque(joint_terms, a, tau):
             tau[i] += joint_terms[i, ARMATURE] * a[i]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_friction_torque(joint_terms, v, tau):
     """tau_i += F_v v_i + F_c sgn_s(v_i) (the joint torque at zero acceleration). False when a changed
     entry is not finite."""
@@ -87,7 +87,7 @@ def add_friction_torque(joint_terms, v, tau):
     return finite
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_armature(joint_terms, M):
     """M_ii += I_a,i: the joint-space inertia with the rotors."""
     for i in range(M.shape[0]):
@@ -95,7 +95,7 @@ def add_armature(joint_terms, M):
             M[i, i] += joint_terms[i, ARMATURE]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_friction_derivative(joint_terms, v, dtau_dv):
     """dtau_dv_ii += F_v + F_c sgn_s'(v_i)."""
     for i in range(dtau_dv.shape[0]):
@@ -103,7 +103,7 @@ def add_friction_derivative(joint_terms, v, dtau_dv):
             dtau_dv[i, i] += joint_terms[i, VISCOUS] + joint_terms[i, COULOMB] * smooth_sign_derivative(v[i])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_friction_second_derivative(joint_terms, v, d2tau_dv2):
     """d2tau_dv2_iii += F_c sgn_s''(v_i) (the only second derivative of the joint terms)."""
     for i in range(d2tau_dv2.shape[0]):
@@ -111,14 +111,14 @@ def add_friction_second_derivative(joint_terms, v, d2tau_dv2):
             d2tau_dv2[i, i, i] += joint_terms[i, COULOMB] * smooth_sign_second_derivative(v[i])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_joint_derivatives(joint_terms, v, dtau_dv, M):
     """The joint terms' first-order derivatives: dtau_dv_ii += F_v + F_c sgn_s'(v_i), M_ii += I_a."""
     add_friction_derivative(joint_terms, v, dtau_dv)
     add_armature(joint_terms, M)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def joint_regressor(v, a, Y, col):
     """The joint block of a regressor: Y[:, col: col + 3 nb] = 0, then row i gets [a_i, v_i, sgn_s(v_i)]
     in columns col + 3 i .. col + 3 i + 2, so that Y[:, col:] @ joint_terms.ravel() is the joint torque.

@@ -6,7 +6,7 @@ from ..spatial import compose_into, motion_to_parent, screw_exp_into
 from .inputs import all_finite
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def revolute_axis(screw):
     """0, 1 or 2 (times the sign, +1 offset: +-1, +-2, +-3) when the screw is a pure rotation about
     a coordinate axis through the origin, else 0: the common case gets a cheaper transform."""
@@ -52,14 +52,14 @@ def joint_transform(screw, home_R, home_p, q_i, R, p):
         p[r] = h0 * p0 + h1 * p1 + h2 * p2 + home_p[r]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def joint_transforms(screw_axes, home_R, home_p, q, R, p):
     """T_{parent,i}(q) = M_i exp([S_i] q_i) for every body, into (R, p)."""
     for i in range(q.shape[0]):
         joint_transform(screw_axes[i], home_R[i], home_p[i], q[i], R[i], p[i])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def support_poses(parents, screw_axes, home_R, home_p, q, body, path, R, p, oR, op):
     """World poses (oR, op) of `body` and the bodies supporting it only (what its Jacobian needs);
     path receives them, body first."""
@@ -82,7 +82,7 @@ def support_poses(parents, screw_axes, home_R, home_p, q, body, path, R, p, oR, 
             compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def world_poses(parents, R, p, oR, op):
     """Body poses in the root frame: oT_i = oT_parent T_{parent,i}."""
     for i in range(parents.shape[0]):
@@ -96,7 +96,7 @@ def world_poses(parents, R, p, oR, op):
             compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def forward_kinematics(parents, screw_axes, home_R, home_p, frame_body, frame_R, frame_p, q, R, p,
                        oR, op, out):
     """World poses of all bodies (oR, op) and frames (out, 4x4); False if q or the poses are not finite."""
@@ -108,7 +108,7 @@ def forward_kinematics(parents, screw_axes, home_R, home_p, frame_body, frame_R,
     return all_finite(out)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def frame_poses(frame_body, frame_R, frame_p, oR, op, out):
     """World 4x4 poses of all frames: the body's pose times the frame's placement on it."""
     for f in range(frame_body.shape[0]):
@@ -129,7 +129,7 @@ def frame_poses(frame_body, frame_R, frame_p, oR, op, out):
         out[f, 3, 3] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def world_jacobian(parents, screw_axes, oR, op, body, J):
     """Columns oS_j = Ad_{oT_j} S_j for the joints j supporting `body` (zero elsewhere): the
     spatial velocity of the body in the root frame, at the root origin, is J v."""
@@ -145,7 +145,7 @@ LOCAL = 1
 LOCAL_WORLD_ALIGNED = 2
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def frame_jacobian(parents, screw_axes, home_R, home_p, q, path, R, p, oR, op, body, frame_R, frame_p,
                    reference, J):
     """6 x nb Jacobian of a frame placed at (frame_R, frame_p) on `body`, angular rows first:
@@ -160,7 +160,7 @@ def frame_jacobian(parents, screw_axes, home_R, home_p, q, path, R, p, oR, op, b
     return all_finite(J)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _frame_jacobian(parents, screw_axes, oR, op, body, frame_R, frame_p, reference, J):
     J[:, :] = 0.0
     if body < 0:

@@ -28,7 +28,7 @@ OK = -1          # kernel status: success
 NON_FINITE = -2  # kernel status: an input is not finite; any status i >= 0: D_i = 0 (M singular)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def articulated_inverse(parents, joint_terms, oS, IA, U, Dinv, Fm, subtree_end, Minv):
     """Minv = (M + diag(I_a))^-1 from the root-frame joint screws oS, body inertias IA (turned into
     articulated inertias in place) and the armatures in joint_terms; Fm[i, k] is body i's bias force,
@@ -98,7 +98,7 @@ def articulated_inverse(parents, joint_terms, oS, IA, U, Dinv, Fm, subtree_end, 
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def body_inertias(phi, oR, op, ophi, IA):
     """IA_i = the spatial inertia of body i in the root frame (ophi: its parameters there)."""
     for i in range(phi.shape[0]):
@@ -107,7 +107,7 @@ def body_inertias(phi, oR, op, ophi, IA):
         spatial_inertia_into(ophi[i], IA[i])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def minverse(parents, screw_axes, home_R, home_p, phi, joint_terms, q, R, p, oR, op, ophi, vectors, IA, Fm,
              subtree_end, Dinv, Minv):
     """(M(q) + diag(I_a))^-1 (full symmetric). vectors: the stack of rnea_derivatives (rows 0: s, 8: U).
@@ -127,7 +127,7 @@ def minverse(parents, screw_axes, home_R, home_p, phi, joint_terms, q, R, p, oR,
     return status
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def add_joint_accelerations(parents, oS, ophi_c, ddq, oA, oF_c, dA, H):
     """Turn world_forces' a_i and F_i at zero joint accelerations into those at ddq (root frame):
     a_i += dA_i with dA_i = dA_parent + s_i ddq_i, and, as F_i sums I_k a_k over the subtree of i,
@@ -158,7 +158,7 @@ def add_joint_accelerations(parents, oS, ophi_c, ddq, oA, oF_c, dA, H):
             oA[i, r] += dA[i, r]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def times_minus_minv(parents, subtree_end, Minv, dtau, out):
     """out = -Minv dtau for dtau with the sparsity of inverse-dynamics derivatives (dtau[k, c] = 0
     unless k supports c or c supports k). Row c of out^T is -sum_k dtau[k, c] Minv[k, :] (Minv is
@@ -184,7 +184,7 @@ def times_minus_minv(parents, subtree_end, Minv, dtau, out):
             out[i, c], out[c, i] = out[c, i], out[i, c]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def aba_derivatives(parents, screw_axes, home_R, home_p, phi, joint_terms, q, v, tau, base_accel, f_ext, R,
                     p, oR, op, ophi_c, vectors, tmp6, IA, Fm, subtree_end, joint_work, ddq, out):
     """ddq = FD(q, v, tau, f_ext); out[3], out[4], out[5] = Minv = d ddq / d tau, d ddq / d q,

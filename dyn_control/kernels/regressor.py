@@ -48,7 +48,7 @@ def body_regressor_row(s, w, alpha, b, Y, row, col):
     Y[row, col + 9] = sw1 * alpha[2] + sw2 * alpha[1] + d1 * w2 + d2 * w1
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR, op, oS, V, Vdot,
               tmp6, Y):
     """Y (nb, 10 nb) with tau = Y phi (phi of all bodies stacked). tmp6: (>= 3, 6) scratch.

@@ -26,7 +26,7 @@ def body_motion(i, parents, S, R, p, base_accel, v, a, V, Vdot, tmp):
         Vdot[i, k] += S[k] * a[i] + tmp[k] * v[i]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R, p, V, Vdot, F,
          tmp6, tau):
     """tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i.
@@ -59,7 +59,7 @@ def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R
     return all_finite(tau)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def gravity(parents, screw_axes, home_R, home_p, phi, q, base_accel, R, p, Vdot, F, g):
     """g = g(q), the generalized gravity: RNEA at v = a = 0 with the velocity terms left out.
 

@@ -35,7 +35,7 @@ from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def world_kinematics(parents, screw_axes, home_R, home_p, q, v, R, p, oR, op, oS, oV):
     """Body poses, joint screws s_i and twists v_i = v_parent + s_i qd_i in the root frame."""
     joint_transforms(screw_axes, home_R, home_p, q, R, p)
@@ -47,7 +47,7 @@ def world_kinematics(parents, screw_axes, home_R, home_p, q, v, R, p, oR, op, oS
             oV[i, k] = oS[i, k] * v[i] + (oV[j, k] if j >= 0 else 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def world_forces(parents, phi, oR, op, oS, oV, v, a, base_accel, f_ext, oA, ophi_c, oL_c, oB_sym,
                  oF_c, tmp6):
     """Accelerations a_i (gravity included) and the composites of the subtree of each body, root
@@ -130,7 +130,7 @@ def composite_b_times(B, L, m, out):
     out[5] = -2.0 * (L[3] * x1 - L[4] * x0)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def derivative_matrices(parents, base_accel, oS, oV, oA, ophi_c, oL_c, oB_sym, oF_c, oAlpha, oBeta,
                         tmp6, dtau_dq, dtau_dv, M):
     """dtau_dq, dtau_dv and M from the root-frame kinematics and composites (module docstring)."""
@@ -199,7 +199,7 @@ def derivative_matrices(parents, base_accel, oS, oV, oA, ophi_c, oL_c, oB_sym, o
             k = parents[k]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def rnea_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R, p, oR,
                      op, ophi_c, vectors, tmp6, out):
     """out[0], out[1], out[2] = d tau / d q, d tau / d v and M(q) = d tau / d a of
