@@ -105,7 +105,7 @@ def pieces(tick):
                              f.tmp6, f.g),
         "observer terms (coriolis, crba, C^T v, M v)": momentum,
         "coriolis_matrix": lambda: coriolis_matrix(*par, f.phi, f.q, f.v, f.R, f.p, f.oR, f.op, f.oS, f.oV, f.oPsi,
-                                                   f.oIc, f.oBc, f.X, f.tmp6, f.tmp66, f.C),
+                                                   f.oIc, f.oBc, f.phi_world, f.tmp6, f.C),
         "crba": lambda: crba(*par, f.phi, f.q, f.R, f.p, f.oR, f.op, f.oS, f.phi_composite, f.F, f.M),
         "regressor": lambda: regressor(*par, f.q, f.v, a, f.base_accel, f.R, f.p, f.oR, f.op, f.oS, f.V, f.Vdot,
                                        f.tmp6, f.Y),
