@@ -5,7 +5,8 @@ the batch kernel, against the Pinocchio loop plus NumPy sums over chunks of stac
 
 Each line: our time and Pinocchio's in microseconds per sample (best of REPEATS, ours and the loop
 interleaved), the ratio, then samples per second, the speed-up, the run's spread ((max - min) / min
-over the repeats, ours / Pinocchio's) and the memory of our result.
+over the repeats, ours / Pinocchio's) and the memory of our result. The regressor twice: into a new
+array (its first touch of fresh memory included) and into one reused (`out=`).
 """
 import time
 
@@ -63,10 +64,12 @@ def _cases(model, pm, pd, Q, V, A, TAU):
     phi = model.inertial_parameters()
     phi_pin = np.concatenate([pm.inertias[j].toDynamicParameters() for j in range(1, pm.njoints)])
     rnea, aba, regressor, normal_equations, residual_gradient = _pinocchio_cases(pm, pd, Qp, V, A, TAU, phi_pin)
+    Y_out = np.empty((len(Q), model.nv, 10 * model.nbodies))
     return [
         ("rnea_batch", lambda: dc.rnea_batch(model, Q, V, A), rnea),
         ("aba_batch", lambda: dc.aba_batch(model, Q, V, TAU), aba),
         ("regressor_batch", lambda: dc.regressor_batch(model, Q, V, A), regressor),
+        ("regressor_batch into a reused out", lambda: dc.regressor_batch(model, Q, V, A, out=Y_out), regressor),
         ("regressor_normal_equations", lambda: dc.regressor_normal_equations(model, Q, V, A, TAU, joint_terms=False),
          normal_equations),
         ("residual_gradient_batch",

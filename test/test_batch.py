@@ -92,6 +92,41 @@ def test_rnea_aba_and_regressor_batches_are_the_single_calls_bit_for_bit(name, j
         assert np.array_equal(Y_batch[t], dc.regressor(model, data, q[t], v[t], a[t], joint_terms=joint_terms)), t
 
 
+@pytest.mark.parametrize("mimic", [False, True])
+def test_regressor_batch_into_out_is_the_single_calls(mimic):
+    """out= is written and returned, call after call on other samples, each row the single call's;
+    a mimic-coupled model's contraction lands in it too."""
+    model, _ = robot("panda", mimic=mimic)
+    data = model.create_data()
+    out = np.full((T_BATCH, model.nv, 13 * model.nbodies), np.nan)
+    for seed in (21, 22):
+        q, v, a, _ = samples(model, T_BATCH, seed)
+        assert dc.regressor_batch(model, q, v, a, joint_terms=True, out=out) is out
+        for t in range(T_BATCH):
+            assert np.array_equal(out[t], dc.regressor(model, data, q[t], v[t], a[t], joint_terms=True)), t
+
+
+def test_regressor_batch_refuses_a_wrong_out():
+    model, _ = robot("panda")
+    q, v, a, _ = samples(model, 4, 23)
+    shape = (4, model.nv, 10 * model.nbodies)
+    for out, message in ((np.zeros(shape[:2]), r"\bout must have shape"),
+                         (np.zeros(shape, dtype=np.float32), r"\bout must be a C-contiguous"),
+                         (np.zeros(shape[::-1]).T, r"\bout must be a C-contiguous"),
+                         (np.zeros(shape).tolist(), r"\bout must be None or a numpy array")):
+        with pytest.raises(ValueError, match=message):
+            dc.regressor_batch(model, q, v, a, out=out)
+    read_only = np.zeros(shape)
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match=r"\bout must be a C-contiguous"):
+        dc.regressor_batch(model, q, v, a, out=read_only)
+    out = np.zeros(shape)
+    q_in_out = out.reshape(-1)[:q.size].reshape(q.shape)  # the samples stored in out's first rows
+    q_in_out[:] = q
+    with pytest.raises(ValueError, match=r"\bout shares memory with q"):
+        dc.regressor_batch(model, q_in_out, v, a, out=out)
+
+
 @pytest.mark.parametrize("name", ROBOTS)
 def test_aba_batch_matches_pinocchio(name):
     model, pm = robot(name)

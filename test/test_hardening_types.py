@@ -100,7 +100,7 @@ def signatures():
         "aba_second_derivatives": (dc.aba_second_derivatives, dict(state, tau=a, **f)),
         "rnea_batch": (dc.rnea_batch, dict(model=model, q=Q, v=V, a=A)),
         "rnea_derivatives_batch": (dc.rnea_derivatives_batch, dict(model=model, q=Q, v=V, a=A)),
-        "regressor_batch": (dc.regressor_batch, dict(model=model, q=Q, v=V, a=A)),
+        "regressor_batch": (dc.regressor_batch, dict(model=model, q=Q, v=V, a=A, out=None)),
         "constrained_dynamics": (dc.constrained_dynamics, dict(state, tau=a, contacts=[dc.Contact(frame)])),
         "impulse_dynamics": (dc.impulse_dynamics, dict(model=model, data=data, q=q, v_minus=v,
                                                        contacts=[dc.Contact(frame)], restitution=0.5)),
@@ -124,7 +124,7 @@ CASES = [(function, argument) for function, (_, valid) in signatures().items() f
 # a valid value that junk may equal: float64 arrays of those values stand for it
 NUMERIC = ("q", "v", "a", "tau", "v_minus", "f_ext", "anchor", "kp", "kd", "vertices", "faces", "phi", "eta",
            "gravity", "restitution", "density")
-OPTIONAL = ("f_ext", "other", "anchor")  # None is valid
+OPTIONAL = ("f_ext", "other", "anchor", "out")  # None is valid
 
 
 def as_results(result):
