@@ -40,6 +40,20 @@ def tool_positions(q):
     return np.array(out)
 
 
+def tool_displacement(recorder, stamps, q, onset):
+    """The tool's mean position from 2 s after `onset` less its mean over the second before (Pinocchio's
+    kinematics of the joint states q at `stamps`, ns); a skip, with the evidence, when the machine
+    stalled the loop over the watchdog in those windows."""
+    before = (stamps > onset - 1.0e9) & (stamps < onset)
+    after = stamps > onset + 2.0e9
+    assert before.sum() > 100 and after.sum() > 100
+    found = [s for s in stalls(recorder) if s[1] > onset - 1.0e9]
+    if found:
+        pytest.skip(f"the machine stalled the loop over the watchdog during the judged windows: {found}")
+    x = tool_positions(q)
+    return x[after].mean(axis=0) - x[before].mean(axis=0)
+
+
 def test_a_10_N_push_moves_the_tool_by_F_over_K(tmp_path):
     controller = {"urdf_path": URDF, "control.mode": "cartesian_impedance", "control.frame": "arm7_tool",
                   "cartesian.stiffness.translational": [K], "cartesian.stiffness.rotational": [30.0],
@@ -52,14 +66,7 @@ def test_a_10_N_push_moves_the_tool_by_F_over_K(tmp_path):
     assert pushing.any(), "the simulator never applied the force"
     onset = r.stamps("applied_wrench")[pushing].min()
     t, q = r.stamps("joint_states"), r.values("joint_states", 0)
-    before = (t > onset - 1.0e9) & (t < onset)
-    after = t > onset + 2.0e9
-    assert before.sum() > 100 and after.sum() > 100
-    found = [s for s in stalls(r) if s[1] > onset - 1.0e9]
-    if found:
-        pytest.skip(f"the machine stalled the loop over the watchdog during the judged windows: {found}")
-    x = tool_positions(q)
-    displacement = x[after].mean(axis=0) - x[before].mean(axis=0)
+    displacement = tool_displacement(r, t, q, onset)
     print("displacement [mm]", displacement * 1e3, "expected", FORCE / K * 1e3)
     assert np.linalg.norm(displacement - FORCE / K) < 0.05 * np.linalg.norm(FORCE / K)
     diagnostics = next(v for name, v in r.diagnostics.items() if name.endswith("control loop"))
@@ -179,13 +186,6 @@ def test_a_target_wrench_moves_the_free_tool_by_w_over_K(tmp_path):
     diagnostics = next(v for name, v in r.diagnostics.items() if name.endswith("control loop"))
     assert diagnostics["rejected targets"] == "1"
     source, q = r.source_times("joint_states"), r.values("joint_states", 0)
-    before = (source > monitor.sent - 1.0e9) & (source < monitor.sent)
-    after = source > monitor.sent + 2.0e9
-    assert before.sum() > 100 and after.sum() > 100
-    found = [s for s in stalls(r) if s[1] > monitor.sent - 1.0e9]
-    if found:
-        pytest.skip(f"the machine stalled the loop over the watchdog during the judged windows: {found}")
-    x = tool_positions(q)
-    displacement = x[after].mean(axis=0) - x[before].mean(axis=0)
+    displacement = tool_displacement(r, source, q, monitor.sent)
     print("displacement [mm]", displacement * 1e3, "expected", wrench / K * 1e3)
     assert np.linalg.norm(displacement - wrench / K) < 0.05 * np.linalg.norm(wrench / K)
