@@ -246,7 +246,11 @@ def states_at(recorder, stamps):
 
 
 def stamp_ns(header):
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+    return duration_ns(header.stamp)
+
+
+def duration_ns(time):
+    return time.sec * 1_000_000_000 + time.nanosec
 
 
 def stalls(run, start, end):
@@ -296,10 +300,31 @@ def test_feedback_is_the_measured_state_and_the_error_to_the_desired(run):
     for f in feedback:
         np.testing.assert_allclose(f.error.positions, np.subtract(f.desired.positions, f.actual.positions), atol=1e-12)
     # the desired state passes through the points: at the last one, the goal's positions
-    end = [f for f in feedback if f.desired.time_from_start.sec + 1e-9 * f.desired.time_from_start.nanosec >= 2.4]
+    end = [f for f in feedback if duration_ns(f.desired.time_from_start) >= round(POINTS[-1][0] * 1e9)]
     assert end, "no feedback after the last point"
     np.testing.assert_allclose(np.array(end[-1].desired.positions)[COLUMNS], POINTS[-1][1], atol=1e-12)
     assert [f.index for f in feedback][-1] == 2
+
+
+def test_feedback_at_the_last_points_time_reports_it_exactly():
+    """On the epoch clock (seconds as floats, 0.24 us apart), the check at the last point's time
+    reports that time to the nanosecond and the last point as the one ahead: a CI run once saw the
+    goal succeed with its last feedback at 2.399999904 s."""
+    from types import SimpleNamespace
+    from dyn_control.nodes.follow_joint_trajectory import FollowJointTrajectoryServer
+    server = FollowJointTrajectoryServer.__new__(FollowJointTrajectoryServer)
+    server.acceleration_measured, server._feedback = True, FollowJointTrajectory.Feedback()
+    sent = []
+    times = np.array([t for t, _, _ in POINTS])
+    values = np.zeros((3, 3))
+    for end in (1_764_237_671.1234567, 1_764_237_671.0, 1_800_000_000.9999):
+        goal = SimpleNamespace(end=end, times=times, handle=SimpleNamespace(publish_feedback=sent.append))
+        for after, expected_ns in ((0.0, 2_400_000_000), (0.001, 2_401_000_000)):
+            server._publish_feedback(goal, 0, end + after, values, values, values)
+            reported = duration_ns(sent[-1].desired.time_from_start)
+            assert abs(reported - expected_ns) <= (after > 0) * 500, (end, after, reported)
+            assert reported >= 2_400_000_000
+            assert sent[-1].index == 2
 
 
 def test_an_unknown_joint_is_invalid_joints(run):

@@ -75,13 +75,13 @@ def create(node, names, controlled, motions, nv, max_points, acceleration_measur
 
 class _Goal:
     """An accepted goal: its handle, the future its result goes into, and once it runs the
-    trajectory installed for it, its start and end [s] on the controller's reference clock, its
-    points' times from the start and its tolerances."""
+    trajectory installed for it, its end [s] on the controller's reference clock, its points'
+    times from the start and its tolerances."""
 
     def __init__(self, handle):
         self.handle = handle
         self.result = Future()
-        self.trajectory = self.start = self.end = self.times = self.tolerances = None
+        self.trajectory = self.end = self.times = self.tolerances = None
 
 
 class FollowJointTrajectoryServer:
@@ -134,7 +134,6 @@ class FollowJointTrajectoryServer:
             return
         goal.end = goal.trajectory.end
         goal.times = points.times
-        goal.start = goal.end - points.times[-1]
         if previous is not None:
             self._finish(previous, "abort", Result.INVALID_GOAL, "preempted by a new goal")
         self.active = goal
@@ -221,12 +220,15 @@ class FollowJointTrajectoryServer:
         f = self._feedback
         f.header.stamp.sec, f.header.stamp.nanosec = divmod(int(stamp_ns), 1_000_000_000)
         measured = 3 if self.acceleration_measured else 2
+        # counted back from the last point, as judge() does: at t >= end the time is the last
+        # point's or later (t - start in epoch seconds would carry their 0.2 us rounding)
+        elapsed = max(goal.times[-1] + (t - goal.end), 0.0)
+        since_start = divmod(round(elapsed * 1e9), 1_000_000_000)
         for point, values, rows in ((f.desired, desired, 3), (f.actual, actual, measured), (f.error, error, measured)):
             point.positions, point.velocities = values[0].tolist(), values[1].tolist()
             point.accelerations = values[2].tolist() if rows == 3 else []
-            elapsed = max(t - goal.start, 0.0)
-            point.time_from_start.sec, point.time_from_start.nanosec = int(elapsed), int(elapsed % 1.0 * 1e9)
-        f.index = int(min(np.searchsorted(goal.times, t - goal.start, side="right"), len(goal.times) - 1))
+            point.time_from_start.sec, point.time_from_start.nanosec = since_start
+        f.index = int(min(np.searchsorted(goal.times, elapsed, side="right"), len(goal.times) - 1))
         goal.handle.publish_feedback(f)
 
     def _finish(self, goal, how, code, reason):
