@@ -4,12 +4,15 @@
    their own, as `make demo` runs them) while, in processes of their own,
    - a listener takes the command topic serialized (cheap) with the DDS source timestamps, and
      /diagnostics (watchdog trips, deadline misses, the controller's tick CPU time and duration p50 /
-     p99);
+     p99), and /joint_states with their source timestamps (the simulator's gaps: a watchdog trip
+     where the joint states stopped for longer than the watchdog's timeout is the robot's side
+     stalling, which the watchdog is there for, not the controller);
    - a bare rclpy timer at 1 kHz runs on a SingleThreadedExecutor (the reference: what rclpy itself
      reaches on this machine).
    Reported: commands per second, gaps between consecutive commands' source timestamps p50 / p99 /
-   max (ours; the timer's periods beside them), watchdog trips, deadline misses, tick CPU time (the
-   loop thread's) and duration (wall clock).
+   max (ours; the timer's periods beside them), watchdog trips beside the joint states' gaps over
+   the watchdog's timeout and the timer's periods over it, deadline misses, tick CPU time (the loop
+   thread's) and duration (wall clock).
 2. The same with one more process: a callback-based subscriber of /joint_states and the command
    topic (an executor calling Python per message, as `ros2 topic hz` or a plotter does).
 3. The bundled arm in each control mode (MODES: collision detection on; the Cartesian impedance with
@@ -51,30 +54,35 @@ CONTROLLER_STATUS = "dyn_controller: control loop"
 
 
 def listener(duration):
-    """Child process: takes the command topic raw (source timestamps) and /diagnostics for
-    `duration` s after "ready"; prints the timestamps and the controller's last loop figures."""
+    """Child process: takes the command topic and /joint_states raw (source timestamps) and
+    /diagnostics for `duration` s after "ready"; prints the timestamps and the controller's last
+    loop figures."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
     from dyn_control.nodes import qos
     rclpy.init()
     node = rclpy.create_node("bench_listener")
     commands = qos.PolledSubscription(node, Float64MultiArray, COMMANDS, qos.recording(1000))
+    states = qos.PolledSubscription(node, JointState, "/joint_states", qos.recording(1000))
     diagnostics = qos.PolledSubscription(node, DiagnosticArray, "/diagnostics", qos.recording(100))
-    stamps, loop = [], {}
+    stamps, state_stamps, loop = [], [], {}
     print("ready", flush=True)
     end = time.monotonic() + duration
     while time.monotonic() < end:
         while (taken := commands.take_raw()) is not None:
             stamps.append(taken[1]["source_timestamp"])
+        while (taken := states.take_raw()) is not None:
+            state_stamps.append(taken[1]["source_timestamp"])
         while (msg := diagnostics.take()) is not None:
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values}
                 if status.name == CONTROLLER_STATUS and "ticks" in values:
                     loop = values
         time.sleep(0.01)
-    print(json.dumps({"stamps": stamps, "loop": loop}))
+    print(json.dumps({"stamps": stamps, "state_stamps": state_stamps, "loop": loop}))
     rclpy.shutdown()
 
 
@@ -149,7 +157,17 @@ def loop_run(config, with_callbacks):
     timer = child("bare-timer", DURATION + 10)
     watcher = child("listener", DURATION + 10)
     assert bringup(config, DURATION) == 0
-    return report(watcher), report(timer), (report(extra) if extra is not None else None)
+    listened = report(watcher)
+    listened["watchdog"] = watchdog_timeout(config)
+    return listened, report(timer), (report(extra) if extra is not None else None)
+
+
+def watchdog_timeout(config):
+    """The controller's watchdog_timeout [s] in the parameter file `config`."""
+    import yaml
+    with open(config) as stream:
+        nodes = yaml.safe_load(stream)
+    return next(node["ros__parameters"]["watchdog_timeout"] for key, node in nodes.items() if "controller" in key)
 
 
 def loop_rows(label, listened, timer):
@@ -165,7 +183,8 @@ def loop_rows(label, listened, timer):
             Row(f"{label}: commands per second (a rate, not us)", rate, periods.size / periods.sum(),
                 "rclpy timer: callbacks per second"),
             Row(f"{label}: watchdog trips / deadline misses (counts)", float(loop.get("watchdog trips", "nan")),
-                note=f"deadline misses {loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks"),
+                note=f"deadline misses {loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks; "
+                     + stalls(listened, periods)),
             Row(f"{label}: controller tick CPU p50", float(loop.get("tick cpu p50 [ms]", "nan")) * 1e3,
                 note="the loop thread's CPU time"),
             Row(f"{label}: controller tick CPU p99", float(loop.get("tick cpu p99 [ms]", "nan")) * 1e3,
@@ -175,6 +194,17 @@ def loop_rows(label, listened, timer):
             Row(f"{label}: controller tick duration p99", float(loop.get("compute p99 [ms]", "nan")) * 1e3,
                 note="wall clock: with preemption and GIL waits")]
     return rows
+
+
+def stalls(listened, periods):
+    """What a watchdog trip is set against: the joint states' gaps (their source timestamps) and
+    the bare timer's periods longer than the watchdog's timeout."""
+    timeout = listened["watchdog"]
+    states = np.diff(np.sort(np.array(listened["state_stamps"], dtype=np.int64))) * 1e-9
+    if states.size == 0:
+        return "no joint states heard"
+    return (f"joint-state gaps over the {timeout * 1e3:.0f} ms watchdog {int(np.sum(states > timeout))} "
+            f"(max {states.max() * 1e3:.1f} ms), timer periods over it {int(np.sum(periods > timeout))}")
 
 
 def robot_config(config, urdf, directory):
