@@ -58,6 +58,7 @@ _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
 _STAMPS = itertools.count()  # Contact stamps: a new one at every assignment to a contact
 _VALIDATED_LISTS = 32  # contact lists remembered as validated on a Data (_cached_workspace)
+_OK = _cd.OK
 
 
 class Contact:
@@ -497,9 +498,9 @@ class _Workspace:
     data._contact_workspaces)."""
 
     def __init__(self, model, key):
-        nv = model.nv
+        self.nv = nv = model.nv
         self.spec = np.array(key, dtype=np.int64).reshape(len(key), 4)  # kernel module doc
-        m = int(self.spec[:, 2].sum())
+        self.m = m = int(self.spec[:, 2].sum())
         self.buf = np.zeros(_cd.workspace_size(nv, m))  # J, gamma, factors of M and G, scratch
         self.x = np.zeros(nv)               # a or v_plus
         self.lam = np.zeros(m)              # forces or impulses
@@ -509,8 +510,7 @@ class _Workspace:
     def derivative_buf(self):
         """The derivative kernels' buffer, allocated on the first derivative call (O(nv^2))."""
         if self._derivative_buf is None:
-            nv, m = self.x.shape[0], self.lam.shape[0]
-            self._derivative_buf = np.zeros(_cdd.derivative_workspace_size(nv, m))
+            self._derivative_buf = np.zeros(_cdd.derivative_workspace_size(self.nv, self.m))
         return self._derivative_buf
 
 
@@ -553,31 +553,32 @@ def _cached_workspace(model, data, contacts):
     return entry[1]
 
 
-def _fast(kernel, model, data, contacts, inputs, derivatives=0):
+def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
     """The fast path of the contact functions: the compiled `kernel` called directly on the inputs as
     they are, for contacts validated by an earlier call (_cached_workspace), or None for the checked
     path. The strict kernel dispatcher refuses arrays that are not C-contiguous, aligned, writable
     float64 (byte order checked here); the kernel refuses other sizes and non-finite values; the
-    checked path then names the problem. inputs: the kernel's arguments after the packed buffers
-    (arrays and the restitution). Results, new arrays: the forward kernels' state (nv,) and forces
-    (m,); with `derivatives` = n, the derivative kernels' n (nv, nv) blocks then n (m, nv) blocks."""
+    checked path then names the problem. q, v, third: the kernel's arguments after the packed
+    buffers (third: tau, or the restitution as a float). Results, new arrays: the forward kernels'
+    state (nv,) and forces (m,); with `blocks` = n, the derivative kernels' n (nv, nv) blocks then
+    n (m, nv) blocks. (Written for the few microseconds of a small robot's call: each line here is a
+    measurable part of it.)"""
     ws = _cached_workspace(model, data, contacts)
     if ws is None:
         return None
-    nv, m = ws.x.shape[0], ws.lam.shape[0]
     try:
-        for x in inputs:
-            if type(x) is not float and x.dtype is not _F64:
-                return None
-        if derivatives:
-            out = _derivative_outputs(nv, m, derivatives)
-            status = kernel(model._buf, data._buf, *inputs, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
+        if not (q.dtype is v.dtype is _F64 and (type(third) is float or third.dtype is _F64)):
+            return None
+        if blocks:
+            out = _derivative_outputs(ws.nv, ws.m, blocks)
+            status = kernel(model._buf, data._buf, q, v, third, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam,
+                            *out)
         else:
-            out = np.empty(nv), np.empty(m)
-            status = kernel(model._buf, data._buf, *inputs, ws.spec, ws.buf, *out)
+            out = np.empty(ws.nv), np.empty(ws.m)
+            status = kernel(model._buf, data._buf, q, v, third, ws.spec, ws.buf, out[0], out[1])
     except _FAST_REFUSED:
         return None
-    return out if status == _cd.OK else None
+    return out if status == _OK else None
 
 
 def _derivative_outputs(nv, m, blocks):
@@ -589,7 +590,7 @@ def _compiled_derivatives(fast_kernel, kernel, model, data, ws, inputs, blocks):
     """The checked path's compiled derivative call on checked `inputs` (the kernel's arguments after
     the packed buffers): its outputs (_derivative_outputs), or None when the kernel declines (a
     singular M or G: the NumPy path)."""
-    out = _derivative_outputs(model.nv, ws.lam.shape[0], blocks)
+    out = _derivative_outputs(ws.nv, ws.m, blocks)
     args = (model._buf, data._buf, *inputs, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
     try:
         status = fast_kernel(*args)
@@ -610,7 +611,7 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     (a, lam) with M a + b(q, v) = tau + J^T lam and J a + gamma(q, v) = c (Baumgarte, zero by
     default). lam stacks the contacts' forces in their order: 3 per "point" contact, [n; f] per
     "frame" contact, in the contact's reference axes. New arrays."""
-    out = _fast(_fast_constrained_dynamics, model, data, contacts, (q, v, tau))
+    out = _fast(_fast_constrained_dynamics, model, data, contacts, q, v, tau)
     if out is not None:
         return out
     q, v = _check_state(model, data, q, v)
@@ -649,7 +650,7 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
         [J    0 ] [dlam] = - [d(J a + gamma)/dx          ]  (+ [I; 0] for tau),
     with the inverse-dynamics derivatives at the solution a and the contact forces held fixed
     in their reference axes. Needs zero Baumgarte gains."""
-    out = _fast(_fast_constrained_dynamics_derivatives, model, data, contacts, (q, v, tau), derivatives=3)
+    out = _fast(_fast_constrained_dynamics_derivatives, model, data, contacts, q, v, tau, blocks=3)
     if out is not None:
         return out
     q, v = _check_state(model, data, q, v)
@@ -703,7 +704,7 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
     M (v_plus - v_minus) = J^T impulses and J v_plus = -restitution J v_minus; impulses stacked
     like the forces of `constrained_dynamics`. New arrays."""
     if type(restitution) is float and 0.0 <= restitution <= 1.0:
-        out = _fast(_fast_impulse_dynamics, model, data, contacts, (q, v_minus, restitution))
+        out = _fast(_fast_impulse_dynamics, model, data, contacts, q, v_minus, restitution)
         if out is not None:
             return out
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
@@ -733,8 +734,7 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
     gives [M -J^T; J 0] [dv+; dLambda] = [-d(M dv)/dq + d(J^T Lambda)/dq; -d(J w)/dq] in q, with
     dv = v+ - v- and w = v+ + e v- held fixed, and = [M; -e J] in v-."""
     if type(restitution) is float and 0.0 <= restitution <= 1.0:
-        out = _fast(_fast_impulse_dynamics_derivatives, model, data, contacts, (q, v_minus, restitution),
-                    derivatives=2)
+        out = _fast(_fast_impulse_dynamics_derivatives, model, data, contacts, q, v_minus, restitution, blocks=2)
         if out is not None:
             return out
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")

@@ -24,7 +24,8 @@ from numba import njit
 
 from ..spatial import cross_force, dot6, inertia_times, phi_to_parent_add
 from . import entry as _e
-from .contact import world_motion
+from .contact import world_motion, world_screws
+from .inputs import all_finite
 from .joint_terms import add_armature, add_friction_torque
 from .packed import view
 
@@ -114,9 +115,10 @@ def point_acceleration(V, A, p, out, t):
 
 
 @njit(cache=True, forceinline=True)
-def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t):
-    """J (m, nv) and gamma (m,) = the constraint acceleration at a = 0 (oA built with a = 0).
-    sides: (2, 4, 6) scratch (R rows 0-2 in [:, 0:3, 0:3], p in row 3); t: (>= 8, 6) scratch."""
+def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec, J, gamma, sides, t, with_gamma):
+    """J (m, nv) and, when with_gamma, gamma (m,) = the constraint acceleration at a = 0 (oA built
+    with a = 0; oV and oA unused without it). sides: (2, 4, 6) scratch (R rows 0-2 in [:, 0:3, 0:3],
+    p in row 3); t: (>= 8, 6) scratch."""
     J[:, :] = 0.0
     row = 0
     zero6 = t[7]
@@ -142,6 +144,9 @@ def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec
                 for r in range(dim):
                     J[row + r, k] += sign * out[r]
                 k = parents[k]
+        if not with_gamma:
+            row += dim
+            continue
         V1 = zero6 if b1 < 0 else oV[b1]
         A1 = zero6 if b1 < 0 else oA[b1]
         V2 = zero6 if b2 < 0 else oV[b2]
@@ -418,9 +423,10 @@ def _views(ws, nv, m):
 
 
 @njit(cache=True, forceinline=True)
-def _rows_at(model, data, q, v, spec, ws, m):
-    """World motion at (q, v, a = 0) and the contact rows J, gamma (views of ws); False when the
-    inputs or the motion are not finite, or the sizes do not fit."""
+def _rows_at(model, data, q, v, spec, ws, m, motion):
+    """World motion at (q, v, a = 0) and the contact rows J, gamma (views of ws); without `motion`,
+    the poses and screws at q and J only (v is checked finite, nothing else). False when the inputs
+    or the motion are not finite, or the sizes do not fit."""
     nb = int(model[0])
     nf = int(model[2])
     if not (_e.fits(model, data, True) and q.shape[0] == nb and v.shape[0] == nb
@@ -433,13 +439,24 @@ def _rows_at(model, data, q, v, spec, ws, m):
     oS = _e.mat(data, _e.OS, nb, 6)
     oV = _e.mat(data, _e.OV, nb, 6)
     oA = _e.mat(data, _e.OA, nb, 6)
-    if not world_motion(parents, _e.mat(model, _e.SCREW_AXES, nb, 6), _e.cube(model, _e.HOME_R, nb, 3, 3),
-                        _e.mat(model, _e.HOME_P, nb, 3), q, v, zero, _e.cube(data, _e.R, nb, 3, 3),
-                        _e.mat(data, _e.P, nb, 3), oR, op, oS, oV, oA, _e.mat(data, _e.TMP6, 4, 6)):
-        return False
+    screw_axes = _e.mat(model, _e.SCREW_AXES, nb, 6)
+    home_R = _e.cube(model, _e.HOME_R, nb, 3, 3)
+    home_p = _e.mat(model, _e.HOME_P, nb, 3)
+    R = _e.cube(data, _e.R, nb, 3, 3)
+    p = _e.mat(data, _e.P, nb, 3)
+    if motion:
+        if not world_motion(parents, screw_axes, home_R, home_p, q, v, zero, R, p, oR, op, oS, oV, oA,
+                            _e.mat(data, _e.TMP6, 4, 6)):
+            return False
+    else:
+        if not (all_finite(q) and all_finite(v)):
+            return False
+        world_screws(parents, screw_axes, home_R, home_p, q, R, p, oR, op, oS)
+        if not all_finite(op):
+            return False
     J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
     contact_rows(parents, _e.ints(model, _e.FRAME_BODY, nf), _e.cube(model, _e.FRAME_R, nf, 3, 3),
-                 _e.mat(model, _e.FRAME_P, nf, 3), oR, op, oS, oV, oA, spec, J, gamma, sides, t)
+                 _e.mat(model, _e.FRAME_P, nf, 3), oR, op, oS, oV, oA, spec, J, gamma, sides, t, motion)
     return True
 
 
@@ -517,7 +534,7 @@ def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
     nb = int(model[0])
     m = lam.shape[0]
     if not (tau.shape[0] == nb and a.shape[0] == nb and _all_finite(tau)
-            and _rows_at(model, data, q, v, spec, ws, m)):
+            and _rows_at(model, data, q, v, spec, ws, m, True)):
         return FAILED
     J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
     if not world_dynamics(model, data, nb, True):
@@ -551,7 +568,7 @@ def solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impuls
     """impulse_dynamics, callable from other kernels."""
     nb = int(model[0])
     m = impulses.shape[0]
-    if not (v_plus.shape[0] == nb and _rows_at(model, data, q, v_minus, spec, ws, m)):
+    if not (v_plus.shape[0] == nb and _rows_at(model, data, q, v_minus, spec, ws, m, False)):
         return FAILED
     J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
     if not world_dynamics(model, data, nb, False):

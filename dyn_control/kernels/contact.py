@@ -17,18 +17,25 @@ from .kinematics import joint_transforms, world_poses
 
 
 @njit(cache=True, forceinline=True)
+def world_screws(parents, screw_axes, home_R, home_p, q, R, p, oR, op, oS):
+    """World poses (oR, op) and joint screws oS: all the kinematics that impulses need."""
+    joint_transforms(screw_axes, home_R, home_p, q, R, p)
+    world_poses(parents, R, p, oR, op)
+    for i in range(q.shape[0]):
+        motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
+
+
+@njit(cache=True, forceinline=True)
 def world_motion(parents, screw_axes, home_R, home_p, q, v, a, R, p, oR, op, oS, oV, oA, tmp6):
     """World poses (oR, op), joint screws oS, body twists oV and accelerations oA (gravity left
     out). Returns False, computing nothing, when q, v or a is not finite, and False when a result is
     not (overflow)."""
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    world_screws(parents, screw_axes, home_R, home_p, q, R, p, oR, op, oS)
     Sdot = tmp6[0]
     for i in range(q.shape[0]):
         j = parents[i]
-        motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
         for k in range(6):
             oV[i, k] = oS[i, k] * v[i] + (0.0 if j < 0 else oV[j, k])
         cross_motion(oV[i], oS[i], Sdot)
