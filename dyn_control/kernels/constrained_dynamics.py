@@ -27,7 +27,7 @@ from . import entry as _e
 from .contact import world_motion, world_screws
 from .inputs import all_finite
 from .joint_terms import add_armature, add_friction_torque
-from .packed import view
+from .packed import borrowed, view
 
 OK = 0
 SINGULAR = 1        # M or G (numerically) singular: the NumPy path decides
@@ -525,7 +525,8 @@ def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
     model, data: the packed buffers (entry.py); spec the contact rows (module doc); ws the workspace
     buffer (workspace_size(nv, m)), a (nv,) and lam (m,) the outputs. (The entry kernel: contact.py
     makes its dispatcher strict, so other kernels call solve_constrained.)"""
-    return solve_constrained(model, data, q, v, tau, spec, ws, a, lam)
+    return solve_constrained(borrowed(model), borrowed(data), borrowed(q), borrowed(v), borrowed(tau),
+                             borrowed(spec), borrowed(ws), borrowed(a), borrowed(lam))
 
 
 @njit(cache=True, forceinline=True)
@@ -560,7 +561,8 @@ def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
 def impulse_dynamics(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
     """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v- (the entry kernel; other
     kernels call solve_impulse)."""
-    return solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses)
+    return solve_impulse(borrowed(model), borrowed(data), borrowed(q), borrowed(v_minus), restitution,
+                         borrowed(spec), borrowed(ws), borrowed(v_plus), borrowed(impulses))
 
 
 @njit(cache=True, forceinline=True)
