@@ -13,7 +13,8 @@ copy, nothing allocated) and calls the algorithm kernels of the other modules wi
 public functions' checked paths pass them: results are bit for bit the same. The joint terms
 (armature, friction: kernels/joint_terms.py) are the model's field joint_terms, added by the same
 kernels on both paths. Integer fields (parents, support, subtree_end) are int64 views of their
-slots. The views are borrowed (packed.py): the buffers are the caller's arguments.
+slots. The views are borrowed (packed.py): the buffers are the caller's arguments. So are the
+input arrays (packed.borrowed) before the algorithm kernels get them.
 
 An entry kernel checks what its fast call did not: model and data of one size, no mimic coupling,
 every field present (a LargeData allocates some on first use, outside the buffer), inputs of length
@@ -31,7 +32,7 @@ from .kinematics import frame_jacobian as _frame_jacobian
 from .minverse import OK as MINV_OK
 from .minverse import aba_derivatives as _aba_derivatives
 from .minverse import minverse as _minverse
-from .packed import int_view, view
+from .packed import borrowed, int_view, view
 from .regressor import regressor as _regressor
 from .rnea import gravity as _gravity
 from .rnea import rnea as _rnea
@@ -122,6 +123,7 @@ def _rnea_into(model, data, q, v, a, f_ext, out):
 @njit(cache=True)
 def rnea(model, data, q, v, a):
     """data.tau = rnea(q, v, a) without external forces."""
+    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb):
         return REFUSED
@@ -131,6 +133,7 @@ def rnea(model, data, q, v, a):
 @njit(cache=True)
 def rnea_ext(model, data, q, v, a, f_ext):
     """data.tau = rnea(q, v, a, f_ext)."""
+    q, v, a, f_ext = borrowed(q), borrowed(v), borrowed(a), borrowed(f_ext)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb
             and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
@@ -141,6 +144,7 @@ def rnea_ext(model, data, q, v, a, f_ext):
 @njit(cache=True)
 def nonlinear_effects(model, data, q, v):
     """data.nle = rnea(q, v, 0)."""
+    q, v = borrowed(q), borrowed(v)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb):
         return REFUSED
@@ -151,6 +155,7 @@ def nonlinear_effects(model, data, q, v):
 @njit(cache=True)
 def gravity(model, data, q):
     """data.g = rnea(q, 0, 0), by the gravity-only pass of kernels/rnea.py (no velocity terms)."""
+    q = borrowed(q)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb):
         return REFUSED
@@ -167,6 +172,7 @@ def gravity(model, data, q):
 @njit(cache=True)
 def crba(model, data, q):
     """data.M = M(q)."""
+    q = borrowed(q)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb):
         return REFUSED
@@ -195,6 +201,7 @@ def _aba_into(model, data, q, v, tau, f_ext):
 @njit(cache=True)
 def aba(model, data, q, v, tau):
     """data.ddq = aba(q, v, tau) without external forces (ZeroDivisionError: M(q) singular)."""
+    q, v, tau = borrowed(q), borrowed(v), borrowed(tau)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb):
         return REFUSED
@@ -204,6 +211,7 @@ def aba(model, data, q, v, tau):
 @njit(cache=True)
 def aba_ext(model, data, q, v, tau, f_ext):
     """data.ddq = aba(q, v, tau, f_ext) (ZeroDivisionError: M(q) singular)."""
+    q, v, tau, f_ext = borrowed(q), borrowed(v), borrowed(tau), borrowed(f_ext)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb
             and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
@@ -214,6 +222,7 @@ def aba_ext(model, data, q, v, tau, f_ext):
 @njit(cache=True)
 def coriolis_matrix(model, data, q, v):
     """data.C = C(q, v)."""
+    q, v = borrowed(q), borrowed(v)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb):
         return REFUSED
@@ -228,6 +237,7 @@ def coriolis_matrix(model, data, q, v):
 @njit(cache=True)
 def forward_kinematics(model, data, q):
     """data.frame_poses = world poses of all frames."""
+    q = borrowed(q)
     nb = int(model[0])
     nf = int(model[2])
     if not (fits(model, data, True) and q.shape[0] == nb):
@@ -242,6 +252,7 @@ def forward_kinematics(model, data, q):
 @njit(cache=True)
 def jacobian(model, data, q, frame, reference):
     """data.J = the Jacobian of frame `frame` (an index) in `reference` (kinematics.WORLD, ...)."""
+    q = borrowed(q)
     nb = int(model[0])
     nf = int(model[2])
     if not (fits(model, data, True) and q.shape[0] == nb and 0 <= frame < nf and 0 <= reference <= 2):
@@ -275,6 +286,7 @@ def _regressor_into(model, data, q, v, a):
 @njit(cache=True)
 def regressor(model, data, q, v, a):
     """data.Y = the joint torque regressor at (q, v, a)."""
+    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     return _regressor_into(model, data, q, v, a)
 
 
@@ -282,6 +294,7 @@ def regressor(model, data, q, v, a):
 def regressor_full(model, data, q, v, a):
     """data.Y_full = [Y | joint block] at (q, v, a): data.Y, then its copy beside the joint terms'
     columns (kernels/joint_terms.py)."""
+    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     nb = int(model[0])
     if not has(data, Y_FULL):
         return REFUSED
@@ -311,6 +324,7 @@ def _rnea_derivatives_into(model, data, q, v, a, f_ext):
 @njit(cache=True)
 def rnea_derivatives(model, data, q, v, a):
     """data.dtau_dq, dtau_dv, dtau_da at (q, v, a) without external forces."""
+    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
             and v.shape[0] == nb and a.shape[0] == nb):
@@ -325,6 +339,7 @@ def rnea_derivatives(model, data, q, v, a):
 @njit(cache=True)
 def minverse(model, data, q):
     """data.Minv = M(q)^-1."""
+    q = borrowed(q)
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, MINV) and q.shape[0] == nb):
         return REFUSED
@@ -341,6 +356,7 @@ def minverse(model, data, q):
 @njit(cache=True)
 def aba_derivatives(model, data, q, v, tau):
     """data.ddq_dq, ddq_dv, Minv (and ddq, dtau_dq, dtau_dv) at (q, v, tau) without external forces."""
+    q, v, tau = borrowed(q), borrowed(v), borrowed(tau)
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
             and v.shape[0] == nb and tau.shape[0] == nb):
