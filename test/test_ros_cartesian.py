@@ -1,17 +1,19 @@
 """Cartesian impedance and collision handling over DDS: `dyn-control bringup` runs the controller and
 the MuJoCo simulator in processes of their own; this process records. Ground truth is the simulated
 robot's /joint_states (Pinocchio's forward kinematics of them) and ~/applied_wrench, never the
-controller's own figures but for its /diagnostics counters."""
+controller's own figures but for its /diagnostics counters; the controller's ~/pose_error is held
+against the same kinematics."""
 import time
 
 import numpy as np
 import pinocchio as pin
 import pytest
-from geometry_msgs.msg import PoseStamped, WrenchStamped
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 
 import dyn_control as dc
 from oracles import force_across_link_4, pin_q
 from ros_harness import RecordingMonitor, bringup, run_closed_loop, write_parameter_file
+from dyn_control.nodes import qos
 
 pytestmark = pytest.mark.ros
 
@@ -54,6 +56,23 @@ def tool_displacement(recorder, stamps, q, onset):
     return x[after].mean(axis=0) - x[before].mean(axis=0)
 
 
+class PoseErrorMonitor(RecordingMonitor):
+    """Records, and keeps the controller's ~/pose_error messages: (stamp [ns], angular, linear)."""
+
+    def start(self, node):
+        super().start(node)
+        self.pose_errors = qos.PolledSubscription(node, TwistStamped, "/dyn_controller/pose_error",
+                                                  qos.recording(1000))
+        self.errors = []
+
+    def status(self, phase, elapsed):
+        super().status(phase, elapsed)
+        while (m := self.pose_errors.take()) is not None:
+            t = m.twist
+            self.errors.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec,
+                                [t.angular.x, t.angular.y, t.angular.z], [t.linear.x, t.linear.y, t.linear.z]))
+
+
 def test_a_10_N_push_moves_the_tool_by_F_over_K(tmp_path):
     controller = {"urdf_path": URDF, "control.mode": "cartesian_impedance", "control.frame": "arm7_tool",
                   "cartesian.stiffness.translational": [K], "cartesian.stiffness.rotational": [30.0],
@@ -61,7 +80,11 @@ def test_a_10_N_push_moves_the_tool_by_F_over_K(tmp_path):
     simulator = {"urdf_path": URDF, "backend": "mujoco", "initial_positions": Q0,
                  "external_wrench.schedule.start": [PUSH], "external_wrench.schedule.end": [100.0],
                  "external_wrench.schedule.frame": ["arm7_tool"], "external_wrench.schedule.force": FORCE.tolist()}
-    r = run_closed_loop(tmp_path, {"dyn_controller": controller, "dyn_simulator": simulator}, RUN_TIME).recorder
+    monitor = PoseErrorMonitor()
+    assert bringup(write_parameter_file(tmp_path / "params.yaml", {"dyn_controller": controller,
+                                                                   "dyn_simulator": simulator}),
+                   RUN_TIME, monitor) == 0
+    r = monitor.recorder
     pushing = np.linalg.norm(r.values("applied_wrench")[:, 3:], axis=1) > 0
     assert pushing.any(), "the simulator never applied the force"
     onset = r.stamps("applied_wrench")[pushing].min()
@@ -71,6 +94,15 @@ def test_a_10_N_push_moves_the_tool_by_F_over_K(tmp_path):
     assert np.linalg.norm(displacement - FORCE / K) < 0.05 * np.linalg.norm(FORCE / K)
     diagnostics = next(v for name, v in r.diagnostics.items() if name.endswith("control loop"))
     assert diagnostics["rejected targets"] == "0"
+    # ~/pose_error = [log(R R_eq^T); p - p_eq] at the joint state of its stamp, the equilibrium fixed
+    # (the start pose, no target sent): its changes are the tool's, from Pinocchio's kinematics
+    errors = [e for e in monitor.errors if e[0] in set(t.tolist())]
+    assert len(errors) > 100, f"{len(monitor.errors)} pose errors, {len(errors)} at a joint state's stamp"
+    index = {stamp: k for k, stamp in enumerate(t.tolist())}
+    x = tool_positions(q[[index[e[0]] for e in errors]])
+    linear = np.array([e[2] for e in errors])
+    np.testing.assert_allclose(linear - linear[0], x - x[0], atol=1e-9)
+    assert np.abs(linear[-1] - linear[0]).max() > 0.01, "the push did not show in the pose error"
 
 
 def test_a_30_N_impulse_on_link_4_stops_the_arm_and_is_reported(tmp_path):

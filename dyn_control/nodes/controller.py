@@ -390,8 +390,6 @@ class ControllerNode(LoopNode):
         c.pose_error_pub = self.create_lifecycle_publisher(TwistStamped, "~/pose_error", qos.STATE)
         c.collision_pub = self.create_lifecycle_publisher(DiagnosticArray, "~/collision", qos.STATE)
         c.reset_collision_srv = self.create_service(Trigger, "~/reset_collision", self._on_reset_collision)
-        c.pose_error_msg = TwistStamped()
-        c.pose_error_msg.header.frame_id = model.root_name
         c.trajectory_decoder = trajectory_input.TrajectoryDecoder(values["trajectory.max_points"], c.controlled_names)
         c.trajectory_sub = trajectory_input.TrajectorySubscription(self, "~/joint_trajectory", c.trajectory_decoder,
                                                                    self._on_trajectory)
@@ -441,7 +439,14 @@ class ControllerNode(LoopNode):
         joint_gradient.layout.dim = [MultiArrayDimension(label="joints", size=nv, stride=3 * nv),
                                      MultiArrayDimension(label="terms", size=3, stride=3)]
         c.joint_gradient_raw = RawMessage(joint_gradient, {"data": joint_gradient.data})
-        for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist", "joint_gradient"):
+        pose_error = TwistStamped()
+        pose_error.header.frame_id = c.model.root_name
+        e = markers(6)
+        pose_error.twist.angular.x, pose_error.twist.angular.y, pose_error.twist.angular.z = e[:3]
+        pose_error.twist.linear.x, pose_error.twist.linear.y, pose_error.twist.linear.z = e[3:]
+        c.pose_error_raw = RawMessage(pose_error, {"angular": e[:3], "linear": e[3:]})
+        for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist", "joint_gradient",
+                     "pose_error"):
             setattr(c, f"{name}_out", RawPublisher(getattr(c, f"{name}_pub"), getattr(c, f"{name}_raw")))
         c.labels_pub.publish(String(data="\n".join(c.tick_kernel.labels)))
         if c.mapping is None:
@@ -982,12 +987,11 @@ class ControllerNode(LoopNode):
         m.views["effort"][:] = c.tau[c.controlled]
         c.desired_out.publish()
         if c.s[T.S_MODE] == T.CARTESIAN_MODE and c.s[T.S_POSE_OK]:
-            m = c.pose_error_msg
-            m.header.stamp.sec, m.header.stamp.nanosec = divmod(int(c.reader.stamp), 1_000_000_000)
-            e = f.pose_error
-            m.twist.angular.x, m.twist.angular.y, m.twist.angular.z = e[:3]
-            m.twist.linear.x, m.twist.linear.y, m.twist.linear.z = e[3:]
-            c.pose_error_pub.publish(m)
+            m = c.pose_error_raw
+            m.set_stamp(c.reader.stamp)
+            m.views["angular"][:] = f.pose_error[:3]
+            m.views["linear"][:] = f.pose_error[3:]
+            c.pose_error_out.publish()
 
     def _publish_estimates(self):
         """~/external_torque and ~/wrench_estimate (computed by this tick's kernel call)."""
