@@ -71,11 +71,18 @@ def screw_exp_into(screw, theta, R, p):
 
 @njit(cache=True, inline='always')
 def compose_into(R1, p1, R2, p2, R, p):
-    """(R, p) = (R1, p1) * (R2, p2). Outputs must not alias the inputs."""
+    """(R, p) = (R1, p1) * (R2, p2). Outputs must not alias the inputs. (R2 and p2 are read into
+    locals first: the compiler cannot tell that the stores to R do not change them.)"""
+    a00, a01, a02 = R2[0, 0], R2[0, 1], R2[0, 2]
+    a10, a11, a12 = R2[1, 0], R2[1, 1], R2[1, 2]
+    a20, a21, a22 = R2[2, 0], R2[2, 1], R2[2, 2]
+    b0, b1, b2 = p2[0], p2[1], p2[2]
     for r in range(3):
-        for c in range(3):
-            R[r, c] = R1[r, 0] * R2[0, c] + R1[r, 1] * R2[1, c] + R1[r, 2] * R2[2, c]
-        p[r] = R1[r, 0] * p2[0] + R1[r, 1] * p2[1] + R1[r, 2] * p2[2] + p1[r]
+        h0, h1, h2 = R1[r, 0], R1[r, 1], R1[r, 2]
+        R[r, 0] = h0 * a00 + h1 * a10 + h2 * a20
+        R[r, 1] = h0 * a01 + h1 * a11 + h2 * a21
+        R[r, 2] = h0 * a02 + h1 * a12 + h2 * a22
+        p[r] = h0 * b0 + h1 * b1 + h2 * b2 + p1[r]
 
 
 @njit(cache=True, inline='always')

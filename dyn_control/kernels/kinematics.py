@@ -113,20 +113,28 @@ def frame_poses(frame_body, frame_R, frame_p, oR, op, out):
     """World 4x4 poses of all frames: the body's pose times the frame's placement on it."""
     for f in range(frame_body.shape[0]):
         b = frame_body[f]
-        for r in range(3):
-            for c in range(3):
-                if b < 0:
-                    out[f, r, c] = frame_R[f, r, c]
-                else:
-                    out[f, r, c] = (oR[b, r, 0] * frame_R[f, 0, c] + oR[b, r, 1] * frame_R[f, 1, c]
-                                    + oR[b, r, 2] * frame_R[f, 2, c])
-            if b < 0:
-                out[f, r, 3] = frame_p[f, r]
-            else:
-                out[f, r, 3] = (oR[b, r, 0] * frame_p[f, 0] + oR[b, r, 1] * frame_p[f, 1]
-                                + oR[b, r, 2] * frame_p[f, 2] + op[b, r])
-            out[f, 3, r] = 0.0
-        out[f, 3, 3] = 1.0
+        T = out[f]
+        if b < 0:
+            for r in range(3):
+                for c in range(3):
+                    T[r, c] = frame_R[f, r, c]
+                T[r, 3] = frame_p[f, r]
+        else:
+            # the placement in locals: the compiler cannot tell that the stores to out leave it be
+            a00, a01, a02 = frame_R[f, 0, 0], frame_R[f, 0, 1], frame_R[f, 0, 2]
+            a10, a11, a12 = frame_R[f, 1, 0], frame_R[f, 1, 1], frame_R[f, 1, 2]
+            a20, a21, a22 = frame_R[f, 2, 0], frame_R[f, 2, 1], frame_R[f, 2, 2]
+            b0, b1, b2 = frame_p[f, 0], frame_p[f, 1], frame_p[f, 2]
+            for r in range(3):
+                h0, h1, h2 = oR[b, r, 0], oR[b, r, 1], oR[b, r, 2]
+                T[r, 0] = h0 * a00 + h1 * a10 + h2 * a20
+                T[r, 1] = h0 * a01 + h1 * a11 + h2 * a21
+                T[r, 2] = h0 * a02 + h1 * a12 + h2 * a22
+                T[r, 3] = h0 * b0 + h1 * b1 + h2 * b2 + op[b, r]
+        T[3, 0] = 0.0
+        T[3, 1] = 0.0
+        T[3, 2] = 0.0
+        T[3, 3] = 1.0
 
 
 @njit(cache=True, forceinline=True)
