@@ -1,12 +1,11 @@
-"""kernels/packed.view: a shaped view of a flat buffer, against NumPy's reshape of the same slice;
-packed.borrowed: an argument without its reference count, read and written through like the argument."""
+"""kernels/packed.view: a shaped view of a flat buffer, against NumPy's reshape of the same slice."""
 import gc
 
 import numpy as np
 import pytest
 from numba import njit
 
-from dyn_control.kernels.packed import Packed, borrowed, field2, field3, field4, view
+from dyn_control.kernels.packed import Packed, field2, field3, field4, view
 
 pytestmark = pytest.mark.kernels
 
@@ -55,30 +54,6 @@ def test_writes_reach_the_buffer():
     expected = np.zeros(20)
     expected[5:17] = (100.0 + 10 * np.arange(3)[:, None] + np.arange(4)).ravel()
     np.testing.assert_array_equal(flat, expected)
-
-
-@njit(cache=True)
-def _through_borrowed(x):
-    """Each element of x (any shape, C order) doubled through a borrowed x, and the sum read back
-    through another borrowed x, with its shape."""
-    b = borrowed(x)
-    flat = b.reshape(b.size)
-    for k in range(flat.shape[0]):
-        flat[k] = 2 * flat[k]
-    total = 0
-    for value in borrowed(x).ravel():
-        total += value
-    return total, b.shape
-
-
-@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 5)])
-@pytest.mark.parametrize("dtype", [np.float64, np.int64])
-def test_borrowed_is_the_argument(shape, dtype):
-    x = (np.arange(np.prod(shape), dtype=dtype) * 3 - 7).reshape(shape)
-    expected = 2 * x
-    total, got_shape = _through_borrowed(x)
-    np.testing.assert_array_equal(x, expected)
-    assert total == expected.sum() and got_shape == shape
 
 
 def test_view_keeps_its_buffer_alive():

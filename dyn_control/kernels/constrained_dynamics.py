@@ -27,7 +27,7 @@ from . import entry as _e
 from .contact import world_motion, world_screws
 from .inputs import all_finite
 from .joint_terms import add_armature, add_friction_torque
-from .packed import borrowed, view
+from .packed import view
 
 OK = 0
 SINGULAR = 1        # M or G (numerically) singular: the NumPy path decides
@@ -48,8 +48,10 @@ def side_pose(frame_body, frame_R, frame_p, oR, op, f, R, p):
         return -1
     b = frame_body[f]
     if b < 0:
-        R[:, :] = frame_R[f]
-        p[:] = frame_p[f]
+        for r in range(3):
+            for c in range(3):
+                R[r, c] = frame_R[f, r, c]
+            p[r] = frame_p[f, r]
         return -1
     for r in range(3):
         for c in range(3):
@@ -388,14 +390,6 @@ def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
 
 
 @njit(cache=True, forceinline=True)
-def _all_finite(x):
-    for value in x.ravel():
-        if not np.isfinite(value):
-            return False
-    return True
-
-
-@njit(cache=True, forceinline=True)
 def workspace_size(nv, m):
     return m * nv + m + nv * nv + nv * m + 2 * m * m + 48 + 48
 
@@ -516,17 +510,16 @@ def world_dynamics(model, data, nb, nle):
             M[j, i] = dot6(oS[j], F[i])
             M[i, j] = M[j, i]
             j = parents[j]
-    return _all_finite(M) and (not nle or _all_finite(b))
+    return all_finite(M) and (not nle or all_finite(b))
 
 
-@njit(cache=True, forceinline=True)
+@njit(cache=True, _nrt=False)
 def constrained_dynamics(model, data, q, v, tau, spec, ws, a, lam):
     """a, lam of the KKT system M a - J^T lam = tau - b(q, v), J a = -gamma (no Baumgarte gains).
     model, data: the packed buffers (entry.py); spec the contact rows (module doc); ws the workspace
     buffer (workspace_size(nv, m)), a (nv,) and lam (m,) the outputs. (The entry kernel: contact.py
     makes its dispatcher strict, so other kernels call solve_constrained.)"""
-    return solve_constrained(borrowed(model), borrowed(data), borrowed(q), borrowed(v), borrowed(tau),
-                             borrowed(spec), borrowed(ws), borrowed(a), borrowed(lam))
+    return solve_constrained(model, data, q, v, tau, spec, ws, a, lam)
 
 
 @njit(cache=True, forceinline=True)
@@ -534,7 +527,7 @@ def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
     """constrained_dynamics, callable from other kernels."""
     nb = int(model[0])
     m = lam.shape[0]
-    if not (tau.shape[0] == nb and a.shape[0] == nb and _all_finite(tau)
+    if not (tau.shape[0] == nb and a.shape[0] == nb and all_finite(tau)
             and _rows_at(model, data, q, v, spec, ws, m, True)):
         return FAILED
     J, gamma, L, Y, G, LG, sides, t = _views(ws, nb, m)
@@ -550,19 +543,18 @@ def solve_constrained(model, data, q, v, tau, spec, ws, a, lam):
         a[i] = tau[i] - nle[i]
     for i in range(m):
         gamma[i] = -gamma[i]
-    if not (_all_finite(J) and _all_finite(gamma) and _all_finite(a)):
+    if not (all_finite(J) and all_finite(gamma) and all_finite(a)):
         return FAILED
     if not delassus_solve(M, _e.ints(model, _e.PARENTS, nb), J, L, Y, G, LG, a, gamma, lam):
         return SINGULAR
-    return OK if _all_finite(a) and _all_finite(lam) else FAILED
+    return OK if all_finite(a) and all_finite(lam) else FAILED
 
 
-@njit(cache=True, forceinline=True)
+@njit(cache=True, _nrt=False)
 def impulse_dynamics(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses):
     """v_plus, impulses of M (v+ - v-) = J^T impulses, J v+ = -e J v- (the entry kernel; other
     kernels call solve_impulse)."""
-    return solve_impulse(borrowed(model), borrowed(data), borrowed(q), borrowed(v_minus), restitution,
-                         borrowed(spec), borrowed(ws), borrowed(v_plus), borrowed(impulses))
+    return solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses)
 
 
 @njit(cache=True, forceinline=True)
@@ -584,10 +576,10 @@ def solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impuls
         gamma[i] = -(1.0 + restitution) * s
     for i in range(nb):
         v_plus[i] = 0.0
-    if not (_all_finite(J) and _all_finite(gamma)):
+    if not (all_finite(J) and all_finite(gamma)):
         return FAILED
     if not delassus_solve(M, _e.ints(model, _e.PARENTS, nb), J, L, Y, G, LG, v_plus, gamma, impulses):
         return SINGULAR
     for i in range(nb):
         v_plus[i] += v_minus[i]
-    return OK if _all_finite(v_plus) and _all_finite(impulses) else FAILED
+    return OK if all_finite(v_plus) and all_finite(impulses) else FAILED

@@ -36,7 +36,7 @@ from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleratio
 from .contact import add_force_torque_derivatives, motion_derivatives
 from .inputs import all_finite
 from .joint_terms import add_joint_derivatives
-from .packed import borrowed, int_view, view
+from .packed import int_view, view
 from .rnea_derivatives import derivative_matrices, world_forces
 
 
@@ -541,17 +541,12 @@ def _contact_derivatives(model, data, nb, spec, lam, impulse, out_q, out_v, W, s
                         W, sd, dF, cols, poses, t)
 
 
-@njit(cache=True, forceinline=True)
+@njit(cache=True, _nrt=False)
 def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, lam, da_dq, da_dv, da_dtau,
                                      dlam_dq, dlam_dv, dlam_dtau):
     """a, lam of constrained_dynamics (the forward kernel), then their derivatives da_dq, da_dv,
     da_dtau (nv, nv) and dlam_dq, dlam_dv, dlam_dtau (m, nv). ws, dws: the forward and the derivative
     workspace buffers (derivative_workspace_size(nv, m))."""
-    model, data, q, v, tau, spec, ws, dws, a, lam = (borrowed(model), borrowed(data), borrowed(q), borrowed(v),
-                                                      borrowed(tau), borrowed(spec), borrowed(ws), borrowed(dws),
-                                                      borrowed(a), borrowed(lam))
-    da_dq, da_dv, da_dtau = borrowed(da_dq), borrowed(da_dv), borrowed(da_dtau)
-    dlam_dq, dlam_dv, dlam_dtau = borrowed(dlam_dq), borrowed(dlam_dv), borrowed(dlam_dtau)
     nb = int(model[0])
     m = lam.shape[0]
     if not (_square(da_dq, nb) and _square(da_dv, nb) and _square(da_dtau, nb) and _rows(dlam_dq, m, nb)
@@ -600,15 +595,11 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
                   and all_finite(dlam_dv) and all_finite(dlam_dtau)) else FAILED
 
 
-@njit(cache=True, forceinline=True)
+@njit(cache=True, _nrt=False)
 def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws, dws, v_plus, impulses,
                                  dv_dq, dv_dv, dimp_dq, dimp_dv):
     """v_plus, impulses of impulse_dynamics (the forward kernel), then dv_dq = dv+/dq, dv_dv =
     dv+/dv- (nv, nv) and dimp_dq, dimp_dv, the impulses' (m, nv)."""
-    model, data, q, v_minus, spec, ws, dws, v_plus, impulses = (
-        borrowed(model), borrowed(data), borrowed(q), borrowed(v_minus), borrowed(spec), borrowed(ws), borrowed(dws),
-        borrowed(v_plus), borrowed(impulses))
-    dv_dq, dv_dv, dimp_dq, dimp_dv = borrowed(dv_dq), borrowed(dv_dv), borrowed(dimp_dq), borrowed(dimp_dv)
     nb = int(model[0])
     m = impulses.shape[0]
     if not (_square(dv_dq, nb) and _square(dv_dv, nb) and _rows(dimp_dq, m, nb) and _rows(dimp_dv, m, nb)

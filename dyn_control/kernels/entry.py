@@ -13,8 +13,7 @@ copy, nothing allocated) and calls the algorithm kernels of the other modules wi
 public functions' checked paths pass them: results are bit for bit the same. The joint terms
 (armature, friction: kernels/joint_terms.py) are the model's field joint_terms, added by the same
 kernels on both paths. Integer fields (parents, support, subtree_end) are int64 views of their
-slots. The views are borrowed (packed.py): the buffers are the caller's arguments. So are the
-input arrays (packed.borrowed) before the algorithm kernels get them.
+slots. The views are borrowed (packed.py): the buffers are the caller's arguments.
 
 An entry kernel checks what its fast call did not: model and data of one size, no mimic coupling,
 every field present (a LargeData allocates some on first use, outside the buffer), inputs of length
@@ -32,7 +31,7 @@ from .kinematics import frame_jacobian as _frame_jacobian
 from .minverse import OK as MINV_OK
 from .minverse import aba_derivatives as _aba_derivatives
 from .minverse import minverse as _minverse
-from .packed import borrowed, int_view, view
+from .packed import int_view, view
 from .regressor import regressor as _regressor
 from .rnea import gravity as _gravity
 from .rnea import rnea as _rnea
@@ -120,20 +119,18 @@ def _rnea_into(model, data, q, v, a, f_ext, out):
                  ) and add_joint_torque(mat(model, JOINT_TERMS, nb, 3), v, a, out)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rnea(model, data, q, v, a):
     """data.tau = rnea(q, v, a) without external forces."""
-    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb):
         return REFUSED
     return status(_rnea_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6), vec(data, TAU, nb)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rnea_ext(model, data, q, v, a, f_ext):
     """data.tau = rnea(q, v, a, f_ext)."""
-    q, v, a, f_ext = borrowed(q), borrowed(v), borrowed(a), borrowed(f_ext)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb
             and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
@@ -141,10 +138,9 @@ def rnea_ext(model, data, q, v, a, f_ext):
     return status(_rnea_into(model, data, q, v, a, f_ext, vec(data, TAU, nb)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def nonlinear_effects(model, data, q, v):
     """data.nle = rnea(q, v, 0)."""
-    q, v = borrowed(q), borrowed(v)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb):
         return REFUSED
@@ -152,10 +148,9 @@ def nonlinear_effects(model, data, q, v):
                              vec(data, NLE, nb)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def gravity(model, data, q):
     """data.g = rnea(q, 0, 0), by the gravity-only pass of kernels/rnea.py (no velocity terms)."""
-    q = borrowed(q)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb):
         return REFUSED
@@ -169,10 +164,9 @@ def gravity(model, data, q):
 # Mass matrix, forward dynamics, Coriolis matrix, kinematics
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def crba(model, data, q):
     """data.M = M(q)."""
-    q = borrowed(q)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb):
         return REFUSED
@@ -198,20 +192,18 @@ def _aba_into(model, data, q, v, tau, f_ext):
                 vec(data, DDQ, nb))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def aba(model, data, q, v, tau):
     """data.ddq = aba(q, v, tau) without external forces (ZeroDivisionError: M(q) singular)."""
-    q, v, tau = borrowed(q), borrowed(v), borrowed(tau)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb):
         return REFUSED
     return status(_aba_into(model, data, q, v, tau, mat(data, F_EXT_ZERO, nb, 6)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def aba_ext(model, data, q, v, tau, f_ext):
     """data.ddq = aba(q, v, tau, f_ext) (ZeroDivisionError: M(q) singular)."""
-    q, v, tau, f_ext = borrowed(q), borrowed(v), borrowed(tau), borrowed(f_ext)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb
             and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
@@ -219,10 +211,9 @@ def aba_ext(model, data, q, v, tau, f_ext):
     return status(_aba_into(model, data, q, v, tau, f_ext))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def coriolis_matrix(model, data, q, v):
     """data.C = C(q, v)."""
-    q, v = borrowed(q), borrowed(v)
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb):
         return REFUSED
@@ -234,10 +225,9 @@ def coriolis_matrix(model, data, q, v):
         mat(data, PHI_WORLD, nb, 10), mat(data, TMP6, 4, 6), mat(data, C_MATRIX, nb, nb)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def forward_kinematics(model, data, q):
     """data.frame_poses = world poses of all frames."""
-    q = borrowed(q)
     nb = int(model[0])
     nf = int(model[2])
     if not (fits(model, data, True) and q.shape[0] == nb):
@@ -249,10 +239,9 @@ def forward_kinematics(model, data, q):
         mat(data, OP, nb, 3), cube(data, FRAME_POSES, nf, 4, 4)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def jacobian(model, data, q, frame, reference):
     """data.J = the Jacobian of frame `frame` (an index) in `reference` (kinematics.WORLD, ...)."""
-    q = borrowed(q)
     nb = int(model[0])
     nf = int(model[2])
     if not (fits(model, data, True) and q.shape[0] == nb and 0 <= frame < nf and 0 <= reference <= 2):
@@ -283,18 +272,16 @@ def _regressor_into(model, data, q, v, a):
         mat(data, V, nb, 6), mat(data, VDOT, nb, 6), mat(data, TMP6, 4, 6), mat(data, Y, nb, 10 * nb)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def regressor(model, data, q, v, a):
     """data.Y = the joint torque regressor at (q, v, a)."""
-    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     return _regressor_into(model, data, q, v, a)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def regressor_full(model, data, q, v, a):
     """data.Y_full = [Y | joint block] at (q, v, a): data.Y, then its copy beside the joint terms'
     columns (kernels/joint_terms.py)."""
-    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     nb = int(model[0])
     if not has(data, Y_FULL):
         return REFUSED
@@ -321,10 +308,9 @@ def _rnea_derivatives_into(model, data, q, v, a, f_ext):
         cube(data, DERIVATIVES_TREE, 6, nb, nb))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rnea_derivatives(model, data, q, v, a):
     """data.dtau_dq, dtau_dv, dtau_da at (q, v, a) without external forces."""
-    q, v, a = borrowed(q), borrowed(v), borrowed(a)
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
             and v.shape[0] == nb and a.shape[0] == nb):
@@ -336,10 +322,9 @@ def rnea_derivatives(model, data, q, v, a):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def minverse(model, data, q):
     """data.Minv = M(q)^-1."""
-    q = borrowed(q)
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, MINV) and q.shape[0] == nb):
         return REFUSED
@@ -353,10 +338,9 @@ def minverse(model, data, q):
         mat(data, DERIV_JOINT, 2, nb)[0], mat(data, MINV, nb, nb)) == MINV_OK else FAILED
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def aba_derivatives(model, data, q, v, tau):
     """data.ddq_dq, ddq_dv, Minv (and ddq, dtau_dq, dtau_dv) at (q, v, tau) without external forces."""
-    q, v, tau = borrowed(q), borrowed(v), borrowed(tau)
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
             and v.shape[0] == nb and tau.shape[0] == nb):

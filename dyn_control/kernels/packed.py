@@ -74,7 +74,7 @@ def _check_flat(flat):
         raise TypingError(f"view: flat must be a 1-D C-contiguous array, got {flat}")
 
 
-@overload(view, jit_options={"cache": True, "nogil": True})
+@overload(view, jit_options={"cache": True, "nogil": True, "_nrt": True})
 def _compiled_view(flat, start, shape):
     _check_flat(flat)
 
@@ -88,7 +88,7 @@ def _compiled_view(flat, start, shape):
     return impl
 
 
-@overload(int_view, jit_options={"cache": True, "nogil": True})
+@overload(int_view, jit_options={"cache": True, "nogil": True, "_nrt": True})
 def _compiled_int_view(flat, start, n):
     _check_flat(flat)
     if flat.dtype.bitwidth != 64:
@@ -99,40 +99,6 @@ def _compiled_int_view(flat, start, n):
             raise IndexError("view: the field does not fit in its buffer")
         return _borrowed_view(flat, start, (n,), np.int64)
     return impl
-
-
-def borrowed(x):
-    """x (a C-contiguous array) as a borrowed array: the same memory, shape and type, without a
-    reference count. Numba counts references to an array argument in every kernel it is handed to,
-    inlined or not (a locked increment and decrement each); an entry kernel that hands its arguments
-    down through many helpers borrows them first (the contact kernels: 0.3 us of the 1.5 us of a
-    panda impulse). Same rule as `view`: the caller holds the arguments for the whole call."""
-    return x
-
-
-@overload(borrowed, jit_options={"cache": True, "nogil": True})
-def _compiled_borrowed(x):
-    if not (isinstance(x, types.Array) and x.layout == "C"):
-        raise TypingError(f"borrowed: x must be a C-contiguous array, got {x}")
-
-    def impl(x):
-        return _borrowed_array(x)
-    return impl
-
-
-@intrinsic
-def _borrowed_array(typingctx, x):
-    """x's data, shape and strides in a new array structure with no meminfo."""
-    result = types.Array(x.dtype, x.ndim, "C")
-
-    def codegen(context, builder, signature, args):
-        source = make_array(signature.args[0])(context, builder, args[0])
-        out = make_array(result)(context, builder)
-        populate_array(out, data=source.data, shape=cgutils.unpack_tuple(builder, source.shape),
-                       strides=cgutils.unpack_tuple(builder, source.strides), itemsize=source.itemsize,
-                       meminfo=None, parent=None)
-        return out._getvalue()
-    return result(x), codegen
 
 
 @intrinsic

@@ -10,8 +10,9 @@ configure that comes earlier waits on Numba's compiler lock for what is still lo
 takes longer than PROGRESS_PERIOD (Numba compiling what its cache lacks) says so in the log every
 PROGRESS_PERIOD, with the number of functions compiled so far.
 
-`dyn-control compile` runs the loaders here (LOADERS, all by default) in the foreground; the
-package's install step runs it (setup.py), so that an installed package starts with a filled cache.
+`dyn-control compile` runs the loaders here (LOADERS, all by default, the public functions' entry
+kernels first: dynamics_kernels) in the foreground; the package's install step runs it (setup.py),
+so that an installed package starts with a filled cache.
 """
 import contextlib
 import threading
@@ -21,6 +22,39 @@ import numpy as np
 from numba.core import event
 
 PROGRESS_PERIOD = 10.0      # [s] between the progress lines of a long load
+
+
+def dynamics_kernels():
+    """The entry kernels of the public functions (rnea, aba, crba, ..., their derivatives, the
+    contacts), run once on the bundled arm. Compiled without Numba's runtime (kernels/__init__.py),
+    they compile what they call the same way when they come first, as here; so `dyn-control
+    compile` loads them before the loops' kernels, which then find those callees compiled."""
+    from .. import contact, derivatives, dynamics
+    from ..robots import bundled_urdf
+    from ..urdf import load_urdf
+    model = load_urdf(bundled_urdf("arm7"))
+    data = model.create_data()
+    q, zero, forces = np.full(model.nv, 0.3), np.zeros(model.nv), np.zeros((model.nv, 6))
+    frame = model.frame_names[-1]
+    for f_ext in (None, forces):
+        dynamics.rnea(model, data, q, zero, zero, f_ext)
+        dynamics.aba(model, data, q, zero, zero, f_ext)
+    dynamics.crba(model, data, q)
+    dynamics.nonlinear_effects(model, data, q, zero)
+    dynamics.gravity(model, data, q)
+    dynamics.coriolis_matrix(model, data, q, zero)
+    dynamics.forward_kinematics(model, data, q)
+    dynamics.jacobian(model, data, q, frame)
+    derivatives.regressor(model, data, q, zero, zero)
+    derivatives.rnea_derivatives(model, data, q, zero, zero)
+    derivatives.minverse(model, data, q)
+    derivatives.aba_derivatives(model, data, q, zero, zero)
+    for kind in ("point", "frame"):
+        contacts = [contact.Contact(frame, kind)]
+        contact.constrained_dynamics(model, data, q, zero, zero, contacts)
+        contact.impulse_dynamics(model, data, q, zero, contacts, 0.0)
+        contact.constrained_dynamics_derivatives(model, data, q, zero, zero, contacts)
+        contact.impulse_dynamics_derivatives(model, data, q, zero, contacts, 0.0)
 
 
 def controller_kernels(closed_chain=False):
@@ -87,6 +121,7 @@ def simulator_kernels(closed_chain=False):
 
 # what `dyn-control compile` can load, by name: every one by default
 LOADERS = {
+    "dynamics": dynamics_kernels,
     "controller": lambda: controller_kernels(False),
     "simulator": lambda: simulator_kernels(False),
     "closed_chain_controller": lambda: controller_kernels(True),
