@@ -10,9 +10,12 @@ coupling matrix G (J = J_tree G, v_tree = G v).
 """
 import numpy as np
 
-from .dynamics import (_REFERENCES, as_finite_array, as_vector, check_model_data, coupled_tree_state, crba,
-                       jacobian, non_finite_error)
+from .dynamics import (_F64, _FAST_REFUSED, _REFERENCES, as_finite_array, as_vector, check_model_data,
+                       compiled_call, coupled_tree_state, crba, jacobian, non_finite_error, strict)
+from .kernels import entry as _entry
 from .kernels import task_space as _ts
+
+_fast_time_variation = strict(_entry.frame_jacobian_time_variation)
 
 
 class _Workspace:
@@ -22,10 +25,11 @@ class _Workspace:
         nb, nv = model.nbodies, model.nv
         self.path = np.zeros(nb, dtype=np.int64)  # the frame's body and its supports, leaf to root
         self.oV = np.zeros((nb, 6))         # body twists, root frame
-        self.J = np.zeros((6, nb))          # frame Jacobian (tree coordinates)
-        self.dJ = np.zeros((6, nb))         # its time variation
-        self.velocity = np.zeros(6)         # J v
-        self.drift = np.zeros(6)            # dJ v
+        self.out = np.zeros(12 * nb + 12)   # what the compiled call writes (entry.py), viewed as:
+        self.J = self.out[:6 * nb].reshape(6, nb)               # frame Jacobian (tree coordinates)
+        self.dJ = self.out[6 * nb:12 * nb].reshape(6, nb)       # its time variation
+        self.velocity = self.out[12 * nb:12 * nb + 6]           # J v
+        self.drift = self.out[12 * nb + 6:]                     # dJ v
         self.acceleration = np.zeros(6)     # classical acceleration
         self.dJ_out = self.dJ if model.coupling is None else np.zeros((6, nv))  # dJ_tree G
         self.L = np.zeros((nv, nv))         # Cholesky factor of M
@@ -58,14 +62,25 @@ def _reference(reference):
 
 def _time_variation(model, data, q, v, frame, reference):
     """Runs the kernel: (workspace, reference code, q and v checked); the workspace holds J, dJ (tree
-    coordinates), J v and dJ v."""
+    coordinates), J v and dJ v. First the compiled call on the arguments as they are (as in
+    dynamics.py), once a checked call made the workspace."""
+    try:
+        ws, code = data._task_space, _REFERENCES[reference]
+        if (q.dtype is v.dtype is _F64 and _fast_time_variation(
+                model._buf, data._buf, q, v, model._frame_index[frame], code, ws.out) == _entry.OK):
+            return ws, code, q, v
+    except (*_FAST_REFUSED, KeyError):
+        pass
     check_model_data(model, data)
     f = model.frame_id(frame)
     code = _reference(reference)
     q = as_vector("q", q, model.nv)
     v = as_vector("v", v, model.nv)
-    q_t, v_t = (q, v) if model.coupling is None else coupled_tree_state(model, data, q, v)[:2]
     ws = _workspace(model, data)
+    if (model.coupling is None and compiled_call(_entry.frame_jacobian_time_variation, model._buf, data._buf, q, v,
+                                                 f, code, ws.out) == _entry.OK):
+        return ws, code, q, v
+    q_t, v_t = (q, v) if model.coupling is None else coupled_tree_state(model, data, q, v)[:2]
     if not _ts.frame_jacobian_time_variation(
             model._parents, model._screw_axes, model._home_R, model._home_p, q_t, v_t, ws.path, data._R,
             data._p, data._oR, data._op, ws.oV, model._frame_body[f], model._frame_R[f], model._frame_p[f], code,

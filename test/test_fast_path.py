@@ -62,6 +62,11 @@ def cases(model, pm, pd):
     def pin_coriolis(qp, v, a):
         return pin.computeCoriolisMatrix(pm, pd, qp, v).copy()
 
+    def pin_time_variation(qp, v, a):
+        pin.computeJointJacobiansTimeVariation(pm, pd, qp, v)
+        pin.updateFramePlacements(pm, pd)
+        return swap_halves(pin.getFrameJacobianTimeVariation(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED))
+
     return {
         "rnea": (lambda m, d, q, v, a: dc.rnea(m, d, q, v, a), lambda qp, v, a: pin.rnea(pm, pd, qp, v, a), 3),
         "aba": (lambda m, d, q, v, a: dc.aba(m, d, q, v, a), lambda qp, v, a: pin.aba(pm, pd, qp, v, a), 3),
@@ -76,6 +81,8 @@ def cases(model, pm, pd):
                      lambda qp, v, a: symmetric(pin.computeMinverse(pm, pd, qp)), 1),
         "rnea_derivatives": (lambda m, d, q, v, a: dc.rnea_derivatives(m, d, q, v, a), pin_rnea_derivatives, 3),
         "aba_derivatives": (lambda m, d, q, v, a: dc.aba_derivatives(m, d, q, v, a), pin_aba_derivatives, 3),
+        "frame_jacobian_time_variation": (lambda m, d, q, v, a: dc.frame_jacobian_time_variation(m, d, q, v, frame),
+                                          pin_time_variation, 2),
         # the regressor through its defining identity: Y phi = tau of Pinocchio
         "regressor": (lambda m, d, q, v, a: dc.regressor(m, d, q, v, a) @ m.inertial_parameters(),
                       lambda qp, v, a: pin.rnea(pm, pd, qp, v, a), 3),

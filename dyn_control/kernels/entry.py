@@ -36,6 +36,7 @@ from .regressor import regressor as _regressor
 from .rnea import gravity as _gravity
 from .rnea import rnea as _rnea
 from .rnea_derivatives import rnea_derivatives as _rnea_derivatives
+from .task_space import frame_jacobian_time_variation as _time_variation
 
 HEADER = 4          # nbodies, nv, nframes, coupled
 OK = 0              # entry status: done
@@ -252,6 +253,23 @@ def jacobian(model, data, q, frame, reference):
         cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), ints(model, FRAME_BODY, nf)[frame],
         cube(model, FRAME_R, nf, 3, 3)[frame], mat(model, FRAME_P, nf, 3)[frame], reference,
         mat(data, J, 6, nb)))
+
+
+@njit(cache=True, _nrt=False)
+def frame_jacobian_time_variation(model, data, q, v, frame, reference, out):
+    """out = [J (6, nb), dJ/dt (6, nb), J v (6), dJ/dt v (6)] of frame `frame` (an index) in
+    `reference`, flat (task_space.py's workspace); data's support and oV as its workspace."""
+    nb = int(model[0])
+    nf = int(model[2])
+    if not (fits(model, data, True) and has(data, OV) and q.shape[0] == nb and v.shape[0] == nb
+            and 0 <= frame < nf and 0 <= reference <= 2 and out.shape[0] == 12 * nb + 12):
+        return REFUSED
+    return status(_time_variation(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), q, v, ints(data, SUPPORT, nb), cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
+        cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OV, nb, 6), ints(model, FRAME_BODY, nf)[frame],
+        cube(model, FRAME_R, nf, 3, 3)[frame], mat(model, FRAME_P, nf, 3)[frame], reference,
+        view(out, 0, (6, nb)), view(out, 6 * nb, (6, nb)), view(out, 12 * nb, (6,)), view(out, 12 * nb + 6, (6,))))
 
 
 # ----------------------------------------------------------------------------------------------

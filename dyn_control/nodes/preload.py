@@ -29,7 +29,7 @@ def dynamics_kernels():
     contacts), run once on the bundled arm. Compiled without Numba's runtime (kernels/__init__.py),
     they compile what they call the same way when they come first, as here; so `dyn-control
     compile` loads them before the loops' kernels, which then find those callees compiled."""
-    from .. import contact, derivatives, dynamics
+    from .. import contact, derivatives, dynamics, task_space
     from ..robots import bundled_urdf
     from ..urdf import load_urdf
     model = load_urdf(bundled_urdf("arm7"))
@@ -49,6 +49,7 @@ def dynamics_kernels():
     derivatives.rnea_derivatives(model, data, q, zero, zero)
     derivatives.minverse(model, data, q)
     derivatives.aba_derivatives(model, data, q, zero, zero)
+    task_space.frame_jacobian_time_variation(model, data, q, zero, frame)
     for kind in ("point", "frame"):
         contacts = [contact.Contact(frame, kind)]
         contact.constrained_dynamics(model, data, q, zero, zero, contacts)
