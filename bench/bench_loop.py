@@ -4,9 +4,11 @@
    their own, as `make demo` runs them) while, in processes of their own,
    - a listener takes the command topic serialized (cheap) with the DDS source timestamps, and
      /diagnostics (watchdog trips, deadline misses, the controller's tick CPU time and duration p50 /
-     p99), and /joint_states with their source timestamps (the simulator's gaps: a watchdog trip
-     where the joint states stopped for longer than the watchdog's timeout is the robot's side
-     stalling, which the watchdog is there for, not the controller);
+     p99; the last figures published while joint states still came: the bringup's shutdown stops
+     the simulator first, and the controller's watchdog then trips once), and /joint_states with
+     their source timestamps (the simulator's gaps: a watchdog trip where the joint states stopped
+     for longer than the watchdog's timeout is the robot's side stalling, which the watchdog is
+     there for, not the controller);
    - a bare rclpy timer at 1 kHz runs on a SingleThreadedExecutor (the reference: what rclpy itself
      reaches on this machine).
    Reported: commands per second, gaps between consecutive commands' source timestamps p50 / p99 /
@@ -69,6 +71,7 @@ def listener(duration):
     states = qos.PolledSubscription(node, JointState, "/joint_states", qos.recording(1000))
     diagnostics = qos.PolledSubscription(node, DiagnosticArray, "/diagnostics", qos.recording(100))
     stamps, state_stamps, loop = [], [], {}
+    last_state = -1.0
     print("ready", flush=True)
     end = time.monotonic() + duration
     while time.monotonic() < end:
@@ -76,10 +79,13 @@ def listener(duration):
             stamps.append(taken[1]["source_timestamp"])
         while (taken := states.take_raw()) is not None:
             state_stamps.append(taken[1]["source_timestamp"])
+            last_state = time.monotonic()
         while (msg := diagnostics.take()) is not None:
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values}
-                if status.name == CONTROLLER_STATUS and "ticks" in values:
+                # the loop's figures while the simulator runs: not the watchdog's trip when the
+                # bringup ends the simulator before the controller
+                if status.name == CONTROLLER_STATUS and "ticks" in values and time.monotonic() - last_state < 0.1:
                     loop = values
         time.sleep(0.01)
     print(json.dumps({"stamps": stamps, "state_stamps": state_stamps, "loop": loop}))

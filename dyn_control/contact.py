@@ -58,7 +58,7 @@ _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
 _STAMPS = itertools.count()  # Contact stamps: a new one at every assignment to a contact
 _VALIDATED_LISTS = 32  # contact lists remembered as validated on a Data (_cached_workspace)
-_OK = _cd.OK
+_OK = _cd.OK  # for the fast path (_fast): a module attribute lookup less
 
 
 class Contact:
