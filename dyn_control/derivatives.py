@@ -19,7 +19,7 @@ import numbers
 import numba
 import numpy as np
 
-from .dynamics import (_F64, _FAST_REFUSED, aba, as_real_array, as_vector, check_model_data, compiled_call,
+from .dynamics import (_F64, _FAST_REFUSED, _OK, aba, as_real_array, as_vector, check_model_data, compiled_call,
                        coupled_result, coupled_tree_state, crba, external_forces, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
@@ -64,7 +64,7 @@ def regressor(model, data, q, v, a, joint_terms=False):
     if joint_terms:
         return _regressor_full(model, data, q, v, a)
     try:
-        if q.dtype is v.dtype is a.dtype is _F64 and _fast_regressor(model._buf, data._buf, q, v, a) == _entry.OK:
+        if q.dtype is v.dtype is a.dtype is _F64 and _fast_regressor(model._buf, data._buf, q, v, a) == _OK:
             return data.Y
     except _FAST_REFUSED:
         pass
@@ -74,7 +74,7 @@ def regressor(model, data, q, v, a, joint_terms=False):
     v = as_vector("v", v, nv)
     a = as_vector("a", a, nv)
     if model.coupling is None:
-        if compiled_call(_entry.regressor, model._buf, data._buf, q, v, a) != _entry.OK:
+        if compiled_call(_entry.regressor, model._buf, data._buf, q, v, a) != _OK:
             _regressor_tree(model, data, q, v, a, data._Y)
         return data.Y
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
@@ -86,7 +86,7 @@ def regressor(model, data, q, v, a, joint_terms=False):
 def _regressor_full(model, data, q, v, a):
     try:
         if (q.dtype is v.dtype is a.dtype is _F64
-                and _fast_regressor_full(model._buf, data._buf, q, v, a) == _entry.OK):
+                and _fast_regressor_full(model._buf, data._buf, q, v, a) == _OK):
             return data.Y_full
     except _FAST_REFUSED:
         pass
@@ -96,7 +96,7 @@ def _regressor_full(model, data, q, v, a):
     v = as_vector("v", v, nv)
     a = as_vector("a", a, nv)
     if model.coupling is None:
-        if compiled_call(_entry.regressor_full, model._buf, data._buf, q, v, a) != _entry.OK:
+        if compiled_call(_entry.regressor_full, model._buf, data._buf, q, v, a) != _OK:
             _full_regressor_tree(model, data, q, v, a, data._Y, data._Y_full)
         return data.Y_full
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
@@ -120,7 +120,7 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     body's spatial force [n; f] in its own frame (constant in that frame)."""
     try:
         if (f_ext is None and q.dtype is v.dtype is a.dtype is _F64
-                and _fast_rnea_derivatives(model._buf, data._buf, q, v, a) == _entry.OK):
+                and _fast_rnea_derivatives(model._buf, data._buf, q, v, a) == _OK):
             return data.dtau_dq, data.dtau_dv, data.dtau_da
     except _FAST_REFUSED:
         pass
@@ -134,7 +134,7 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     G = model.coupling
     if G is None:
         if (given is not None or compiled_call(_entry.rnea_derivatives, model._buf, data._buf, q, v, a)
-                != _entry.OK):
+                != _OK):
             _rnea_derivatives_tree(model, data, q, v, a, f_ext)
         return data.dtau_dq, data.dtau_dv, data.dtau_da
     _rnea_derivatives_tree(model, data, *coupled_tree_state(model, data, q, v, a), f_ext)
@@ -159,13 +159,13 @@ def minverse(model, data, q):
     """(M(q) + diag(I_a))^-1 (nv, nv), full symmetric, by the articulated-body algorithm in O(n^2)
     -> data.Minv."""
     try:
-        if q.dtype is _F64 and _fast_minverse(model._buf, data._buf, q) == _entry.OK:
+        if q.dtype is _F64 and _fast_minverse(model._buf, data._buf, q) == _OK:
             return data.Minv
     except _FAST_REFUSED:
         pass
     check_model_data(model, data)
     q = as_vector("q", q, model.nv)
-    if model.coupling is None and compiled_call(_entry.minverse, model._buf, data._buf, q) == _entry.OK:
+    if model.coupling is None and compiled_call(_entry.minverse, model._buf, data._buf, q) == _OK:
         return data.Minv
     if model.coupling is not None:
         coupled_result(data._Minv, _inverse_of(model, crba(model, data, q)), q=q)
@@ -187,7 +187,7 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     data.dtau_dq, data.dtau_dv the inverse-dynamics derivatives at that a."""
     try:
         if (f_ext is None and q.dtype is v.dtype is tau.dtype is _F64
-                and _fast_aba_derivatives(model._buf, data._buf, q, v, tau) == _entry.OK):
+                and _fast_aba_derivatives(model._buf, data._buf, q, v, tau) == _OK):
             return data.ddq_dq, data.ddq_dv, data.Minv
     except _FAST_REFUSED:
         pass
@@ -199,7 +199,7 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     tau = as_vector("tau", tau, nv)
     f_ext = external_forces(model, data, f_ext)
     if (model.coupling is None and given is None
-            and compiled_call(_entry.aba_derivatives, model._buf, data._buf, q, v, tau) == _entry.OK):
+            and compiled_call(_entry.aba_derivatives, model._buf, data._buf, q, v, tau) == _OK):
         return data.ddq_dq, data.ddq_dv, data.Minv
     if model.coupling is not None:
         ddq = aba(model, data, q, v, tau, f_ext)

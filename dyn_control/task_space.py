@@ -10,7 +10,7 @@ coupling matrix G (J = J_tree G, v_tree = G v).
 """
 import numpy as np
 
-from .dynamics import (_F64, _FAST_REFUSED, _REFERENCES, as_finite_array, as_vector, check_model_data,
+from .dynamics import (_F64, _FAST_REFUSED, _OK, _REFERENCES, as_finite_array, as_vector, check_model_data,
                        compiled_call, coupled_tree_state, crba, jacobian, non_finite_error, strict)
 from .kernels import entry as _entry
 from .kernels import task_space as _ts
@@ -67,7 +67,7 @@ def _time_variation(model, data, q, v, frame, reference):
     try:
         ws, code = data._task_space, _REFERENCES[reference]
         if (q.dtype is v.dtype is _F64 and _fast_time_variation(
-                model._buf, data._buf, q, v, model._frame_index[frame], code, ws.out) == _entry.OK):
+                model._buf, data._buf, q, v, model._frame_index[frame], code, ws.out) == _OK):
             return ws, code, q, v
     except (*_FAST_REFUSED, KeyError):
         pass
@@ -78,7 +78,7 @@ def _time_variation(model, data, q, v, frame, reference):
     v = as_vector("v", v, model.nv)
     ws = _workspace(model, data)
     if (model.coupling is None and compiled_call(_entry.frame_jacobian_time_variation, model._buf, data._buf, q, v,
-                                                 f, code, ws.out) == _entry.OK):
+                                                 f, code, ws.out) == _OK):
         return ws, code, q, v
     q_t, v_t = (q, v) if model.coupling is None else coupled_tree_state(model, data, q, v)[:2]
     if not _ts.frame_jacobian_time_variation(
