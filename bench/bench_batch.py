@@ -18,7 +18,7 @@ from common import Row, pin_q, pinocchio_model, robot_urdf
 
 ROBOTS = ("panda", "talos_reduced")
 SAMPLES = 10_000
-REPEATS = 3
+REPEATS = 7
 CHUNK = 256  # samples of Pinocchio regressors stacked per NumPy product in the reference sums
 
 

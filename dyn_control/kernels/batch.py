@@ -17,6 +17,10 @@ the single call's (test/test_batch.py and test_derivatives.py check it). A chang
 arithmetic must be mirrored here; each lane helper names the function it follows. Two details keep
 LLVM vectorizing: lane arrays are flat rows with constant offsets (entry k of lane l at k * LANES + l),
 and loops index from 0 or with unsigned indices (Numba's negative-index wraparound otherwise blocks it).
+The lane kernels (rnea_lanes, aba_lanes, regressor_lanes) are compiled without Numba's runtime
+(`_nrt=False`, as the entry kernels: kernels/__init__.py): the row slices they hand to the lane
+helpers then count no references (18 % of a talos_reduced aba batch in perf), so what they reach
+allocates nothing; the chunk's workspace, allocated by the prange loop, outlives their calls.
 
 rnea_derivatives_batch calls the single-sample kernel sample after sample inside each chunk.
 
@@ -242,8 +246,10 @@ def _world_poses_lanes(parents, R, p, oR, op):
     for i in range(parents.shape[0]):
         j = parents[i]
         if j < 0:
-            oR[i, :] = R[i]
-            op[i, :] = p[i]
+            for k in range(oR.shape[1]):
+                oR[i, k] = R[i, k]
+            for k in range(op.shape[1]):
+                op[i, k] = p[i, k]
         else:
             _compose_lanes(oR[j], op[j], R[i], p[i], oR[i], op[i])
 
@@ -412,7 +418,7 @@ def _body_motion_lanes(i, parents, S, R, p, base_accel, vi, ai, V, Vdot):
         Vdi[5 * LANES + l] += s5 * qdd + c5 * qd
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def rnea_lanes(parents, screw_axes, home_R, home_p, phi, joint_terms, base_accel, q, v, a, R, p, V, Vdot,
                F, tmp, R1, p1, tau):
     """tau (nb, L) = rnea.rnea + joint_terms.add_joint_torque for the LANES samples q, v, a (nb, L).
@@ -481,7 +487,7 @@ def rnea_batch(parents, screw_axes, home_R, home_p, phi, joint_terms, base_accel
 # Forward dynamics (kernels/aba.py), LANES samples at a time
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def aba_lanes(parents, screw_axes, home_R, home_p, phi, joint_terms, base_accel, q, v, tau, R, p, oR, op, oS,
               oV, phi_world, c, IA, pA, U, D, u, A, tmp, R1, p1, ddq, singular):
     """ddq (nb, L) = aba.aba for the LANES samples q, v, tau (nb, L); singular[l] = True where some
@@ -795,7 +801,7 @@ def pair_table(parents):
     return pair_body, pair_row, pair_of
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def regressor_lanes(parents, screw_axes, home_R, home_p, base_accel, q, v, a, R, p, oR, op, oS, V, Vdot, tmp,
                     R1, p1, rows, finite):
     """regressor.regressor for the LANES samples q, v, a (nb, L), as its non-zero blocks: rows[n] (10 L)
