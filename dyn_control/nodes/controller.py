@@ -50,7 +50,7 @@ from .rcl_io import RawPublisher
 from .robot import (check_forward_controller_joints, resolve_path, joint_indices, joint_term_parameters, load_robot,
                     parameter_files, payload_parameters, per_joint, with_joint_terms, with_payload)
 from .timing import RealtimeLoop, default_cpu
-from .wire import RawMessage, markers
+from .wire import RawMessage, markers, vector_pair_template
 
 REFERENCE_TYPES = ("hold", "sine", "fourier")
 CONTROL_MODES = ("joint", "cartesian_impedance")
@@ -420,11 +420,8 @@ class ControllerNode(LoopNode):
         external = JointState(name=c.names, effort=markers(nv))
         c.external_raw = RawMessage(external, {"effort": external.effort})
         wrench = WrenchStamped()
-        wrench.header.frame_id = c.model.root_name
-        w = markers(6)
-        wrench.wrench.force.x, wrench.wrench.force.y, wrench.wrench.force.z = w[:3]
-        wrench.wrench.torque.x, wrench.wrench.torque.y, wrench.wrench.torque.z = w[3:]
-        c.wrench_raw = RawMessage(wrench, {"force": w[:3], "torque": w[3:]})
+        c.wrench_raw = vector_pair_template(wrench, c.model.root_name,
+                                            {"force": wrench.wrench.force, "torque": wrench.wrench.torque})
         bodies = [MultiArrayDimension(label="bodies", size=nb, stride=10 * nb),
                   MultiArrayDimension(label="parameters", size=10, stride=10)]
         gradient = Float64MultiArray(data=markers(10 * nb))
@@ -440,11 +437,8 @@ class ControllerNode(LoopNode):
                                      MultiArrayDimension(label="terms", size=3, stride=3)]
         c.joint_gradient_raw = RawMessage(joint_gradient, {"data": joint_gradient.data})
         pose_error = TwistStamped()
-        pose_error.header.frame_id = c.model.root_name
-        e = markers(6)
-        pose_error.twist.angular.x, pose_error.twist.angular.y, pose_error.twist.angular.z = e[:3]
-        pose_error.twist.linear.x, pose_error.twist.linear.y, pose_error.twist.linear.z = e[3:]
-        c.pose_error_raw = RawMessage(pose_error, {"angular": e[:3], "linear": e[3:]})
+        twist_halves = {"angular": pose_error.twist.angular, "linear": pose_error.twist.linear}
+        c.pose_error_raw = vector_pair_template(pose_error, c.model.root_name, twist_halves)
         for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist", "joint_gradient",
                      "pose_error"):
             setattr(c, f"{name}_out", RawPublisher(getattr(c, f"{name}_pub"), getattr(c, f"{name}_raw")))

@@ -63,7 +63,7 @@ from .rcl_io import RawPublisher
 from .robot import (coordinate_effort_limits, joint_indices, joint_term_parameters, load_robot, payload_parameters,
                     with_joint_terms, with_payload)
 from .timing import RealtimeLoop
-from .wire import RawMessage, markers, message_view, parse_float64_array
+from .wire import RawMessage, markers, message_view, parse_float64_array, vector_pair_template
 
 BACKENDS = ("builtin", "mujoco")
 TIMEOUT_ACTIONS = ("brake", "zero")
@@ -367,11 +367,8 @@ class SimulatorNode(LoopNode):
         c.joint_raw = RawMessage(joint_state, {"position": joint_state.position, "velocity": joint_state.velocity,
                                                "effort": joint_state.effort})
         applied = WrenchStamped()
-        applied.header.frame_id = model.root_name
-        w = markers(6)
-        applied.wrench.force.x, applied.wrench.force.y, applied.wrench.force.z = w[:3]
-        applied.wrench.torque.x, applied.wrench.torque.y, applied.wrench.torque.z = w[3:]
-        c.applied_raw = RawMessage(applied, {"force": w[:3], "torque": w[3:]})
+        c.applied_raw = vector_pair_template(applied, model.root_name,
+                                             {"force": applied.wrench.force, "torque": applied.wrench.torque})
         c.joint_out, c.applied_out = RawPublisher(c.joint_pub, c.joint_raw), RawPublisher(c.applied_pub, c.applied_raw)
         # compile (or load) the command parser now
         parse_float64_array(message_view(serialize_message(Float64MultiArray(data=[0.0]))), c.received)

@@ -300,3 +300,14 @@ class RawMessage:
 def markers(n, first=1.0):
     """n distinct, unmistakable float64 values for RawMessage prototypes."""
     return [np.pi * 1e-300 * (first + k) for k in range(n)]
+
+
+def vector_pair_template(message, frame_id, halves):
+    """The RawMessage of a stamped message with two geometry_msgs/Vector3 (a WrenchStamped's force
+    and torque, a TwistStamped's linear and angular parts) in frame_id: halves {key: that Vector3 of
+    `message`}, each exposed as views[key] (x, y, z)."""
+    message.header.frame_id = frame_id
+    values = markers(3 * len(halves))
+    for k, vector in enumerate(halves.values()):
+        vector.x, vector.y, vector.z = values[3 * k:3 * k + 3]
+    return RawMessage(message, {key: values[3 * k:3 * k + 3] for k, key in enumerate(halves)})
