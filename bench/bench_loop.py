@@ -4,8 +4,8 @@
    their own, as `make demo` runs them) while, in processes of their own,
    - a listener takes the command topic serialized (cheap) with the DDS source timestamps, and
      /diagnostics (watchdog trips, deadline misses, the controller's tick CPU time and duration p50 /
-     p99; the last figures published while joint states still came: the bringup's shutdown stops
-     the simulator first, and the controller's watchdog then trips once), and /joint_states with
+     p99; the last figures published while joint states still came, so that the run's end is not
+     counted), and /joint_states with
      their source timestamps (the simulator's gaps: a watchdog trip where the joint states stopped
      for longer than the watchdog's timeout is the robot's side stalling, which the watchdog is
      there for, not the controller);
@@ -83,8 +83,7 @@ def listener(duration):
         while (msg := diagnostics.take()) is not None:
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values}
-                # the loop's figures while the simulator runs: not the watchdog's trip when the
-                # bringup ends the simulator before the controller
+                # the loop's figures while the simulator runs, not those of the bringup's end
                 if status.name == CONTROLLER_STATUS and "ticks" in values and time.monotonic() - last_state < 0.1:
                     loop = values
         time.sleep(0.01)
