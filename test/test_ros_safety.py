@@ -93,6 +93,8 @@ class Injector:
         self.diagnostics = qos.PolledSubscription(self.node, DiagnosticArray, "/diagnostics", qos.recording(100))
         self.parameters = AsyncParameterClient(self.node, "dyn_controller")
         self.message = None
+        self.holding = False     # hold the joint states back, then send them all at once (late in transit)
+        self.held = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._feed, daemon=True)
         self._thread.start()
@@ -104,6 +106,12 @@ class Injector:
                 msg = message()
                 if msg.header.stamp.sec == 0:
                     msg.header.stamp = self.node.get_clock().now().to_msg()
+                if self.holding:
+                    self.held.append(msg)
+                    continue
+                for late in self.held:
+                    self.joint_states.publish(late)
+                self.held = []
                 self.joint_states.publish(msg)
 
     def close(self):
@@ -232,6 +240,33 @@ def test_stale_joint_states_switch_to_safe_mode_and_back(active):
     assert "safe mode" in error.message
     injector.message = state
     time.sleep(0.05)
+    assert_all_close(injector.commands_for(0.3), computed_torque(), "back to computed torque")
+
+
+def test_joint_states_late_in_transit_are_told_from_a_silent_robot(active):
+    """A delivery stall: the robot's side goes on publishing, but its joint states reach the
+    controller only 0.3 s later, all at once (what a DDS participant does while its discovery holds
+    its receive threads). The watchdog trips all the same (the controller was blind), and the trip
+    is counted as late in transit; a silence of the same length is not."""
+    controller, injector = active
+    key = "watchdog trips on joint states late in transit"
+    before = controller.counters()
+    injector.message = None
+    time.sleep(0.3)
+    injector.message = state
+    time.sleep(0.2)
+    after_silence = controller.counters()
+    assert after_silence["watchdog trips"] == before["watchdog trips"] + 1
+    assert after_silence[key] == before[key], "a silent robot was taken for a delivery stall"
+    injector.holding = True
+    time.sleep(0.3)
+    held = len(injector.held)
+    injector.holding = False
+    time.sleep(0.2)
+    after_stall = controller.counters()
+    assert held >= 40, f"only {held} joint states were held back in 0.3 s"
+    assert after_stall["watchdog trips"] == after_silence["watchdog trips"] + 1
+    assert after_stall[key] == after_silence[key] + 1, f"{held} joint states late in transit were not told"
     assert_all_close(injector.commands_for(0.3), computed_torque(), "back to computed torque")
 
 

@@ -50,7 +50,7 @@ from .rcl_io import RawPublisher
 from .robot import (check_forward_controller_joints, resolve_path, joint_indices, joint_term_parameters, load_robot,
                     parameter_files, payload_parameters, per_joint, with_joint_terms, with_payload)
 from .timing import RealtimeLoop, default_cpu
-from .wire import RawMessage, markers, vector_pair_template
+from .wire import RawMessage, header_stamp_ns, markers, vector_pair_template
 
 REFERENCE_TYPES = ("hold", "sine", "fourier")
 CONTROL_MODES = ("joint", "cartesian_impedance")
@@ -875,7 +875,8 @@ class ControllerNode(LoopNode):
                 self.get_logger().error(f"safe mode ({c.safe_mode}): no valid joint state for {age:.3f} s")
             else:
                 c.s[T.S_ANCHOR] = 1.0
-                self.get_logger().info("joint states are back: leaving safe mode, blending back to the reference "
+                self.get_logger().info(f"joint states are back after {c.outage:.3f} s{self._late_in_transit()}: "
+                                       "leaving safe mode, blending back to the reference "
                                        f"over {c.s[T.S_BLEND_TIME]:g} s")
         if final != c.silent:
             c.silent = final
@@ -886,11 +887,30 @@ class ControllerNode(LoopNode):
         c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero" or (final and c.safe_mode_final == "zero")
         return final and c.safe_mode_final == "silent" and c.hold_published
 
+    def _late_in_transit(self):
+        """On leaving safe mode: were the joint states that ended the outage published during it,
+        and late in transit to this process (a stalled delivery, not a silent robot)? Then they
+        arrive together, the oldest stamped within the watchdog's timeout of the last state taken
+        before the outage, or as a full queue (the older ones pushed out). Counted, and said in the
+        log ("" when not)."""
+        c = self._configured
+        backlog = c.backlog
+        if len(backlog) < 2:
+            return ""
+        oldest = header_stamp_ns(backlog[0])
+        after = (oldest - c.stamp_before_outage) * 1e-9 if oldest is not None else math.inf
+        if len(backlog) < qos.SENSOR_DATA.depth and not 0.0 < after <= c.watchdog_timeout:
+            return ""
+        c.late_deliveries += 1
+        return (f"; {len(backlog)} arrived at once, the oldest stamped {after:.3f} s after the last one before: "
+                "they were late in transit to this process, the robot's side published on time (README, "
+                "\"Joint states late in transit\")")
+
     def _take_joint_state(self, now):
         """Take every queued joint state and parse them newest first until one is accepted: the
         newest valid sample, whatever the backlog. True when a new sample was accepted."""
         c = self._configured
-        messages = c.joint_states.take_all_raw()
+        messages = c.backlog = c.joint_states.take_all_raw()
         now_ns = time.time_ns()
         c.reader.new_time_base = c.safe    # stamps that jumped back count once the watchdog tripped
         for raw in reversed(messages):
@@ -952,7 +972,9 @@ class ControllerNode(LoopNode):
             c.s[T.S_ANCHOR] = 1.0
         c.s[T.S_DT] = dt
         c.s[T.S_HAS_EFFORT] = reader.has_effort
+        c.stamp_before_outage = c.previous_stamp
         c.previous_stamp = reader.stamp
+        c.outage = now - c.last_sample_time if c.last_sample_time is not None else 0.0
         c.last_sample_time = now
 
     def _seed_rate_limit(self):
@@ -1082,6 +1104,7 @@ class ControllerNode(LoopNode):
                   "last rejected joint state": c.reader.last_rejection,
                   "last rejected reference or trajectory": c.last_rejection,
                   "watchdog trips": c.watchdog_trips,
+                  "watchdog trips on joint states late in transit": c.late_deliveries,
                   "joint states stamped ahead of this clock": c.reader.future_stamps,
                   "re-anchored references": int(c.s[T.S_ANCHORS]),
                   "re-anchored after large errors": int(c.s[T.S_ERROR_ANCHORS]),
@@ -1158,6 +1181,11 @@ class _Configured:
     trajectory = None
     last_rejection = ""
     watchdog_trips = 0
+    late_deliveries = 0     # watchdog trips ended by joint states that were late in transit
+    backlog = ()            # the serialized joint states the tick took (valid until the next take)
+    outage = 0.0            # [s] between the last two accepted joint states (the loop's clock)
+    previous_stamp = 0          # [ns] the stamp of the newest accepted joint state
+    stamp_before_outage = 0     # [ns] the stamp of the accepted joint state before the newest
     estimator_restarts = 0
     reference_point = None
     safe = False

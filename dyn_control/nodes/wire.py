@@ -44,6 +44,16 @@ def message_view(raw):
     return view
 
 
+def header_stamp_ns(raw):
+    """The header stamp [ns] of a serialized stamped message (its first field: the CDR
+    encapsulation's 4 bytes, then sec int32 and nanosec uint32, little-endian), None when `raw` is
+    too short to hold one."""
+    if len(raw) < 12:
+        return None
+    sec, nanosec = np.frombuffer(raw, dtype="<i4", count=2, offset=4)
+    return int(sec) * 1_000_000_000 + (int(nanosec) & 0xFFFFFFFF)
+
+
 @njit(cache=True, inline="always")
 def _align(offset, n):
     return (offset + n - 1) // n * n
