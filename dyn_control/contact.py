@@ -504,6 +504,7 @@ class _Workspace:
         self.buf = np.zeros(_cd.workspace_size(nv, m))  # J, gamma, factors of M and G, scratch
         self.x = np.zeros(nv)               # a or v_plus
         self.lam = np.zeros(m)              # forces or impulses
+        self.square, self.rect = (nv, nv), (m, nv)   # the shapes of the derivative kernels' blocks
         self._derivative_buf = None         # ID derivatives, the sides' motion derivatives, scratch
 
     @property
@@ -570,7 +571,7 @@ def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
         if not (q.dtype is v.dtype is _F64 and (type(third) is float or third.dtype is _F64)):
             return None
         if blocks:
-            out = _derivative_outputs(ws.nv, ws.m, blocks)
+            out = _derivative_outputs(ws, blocks)
             status = kernel(model._buf, data._buf, q, v, third, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam,
                             *out)
         else:
@@ -581,16 +582,21 @@ def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
     return out if status == _OK else None
 
 
-def _derivative_outputs(nv, m, blocks):
-    """New arrays for a derivative kernel: `blocks` (nv, nv) blocks, then `blocks` (m, nv) blocks."""
-    return tuple([np.empty((nv, nv)) for _ in range(blocks)] + [np.empty((m, nv)) for _ in range(blocks)])
+def _derivative_outputs(ws, blocks):
+    """New arrays for a derivative kernel of workspace `ws`: `blocks` (2 or 3) (nv, nv) blocks, then
+    as many (m, nv) blocks. Unrolled, on shapes made once: built in a loop they cost three times as
+    much, 0.6 us of a 5 us panda call."""
+    new, square, rect = np.empty, ws.square, ws.rect
+    if blocks == 2:
+        return new(square), new(square), new(rect), new(rect)
+    return new(square), new(square), new(square), new(rect), new(rect), new(rect)
 
 
 def _compiled_derivatives(fast_kernel, kernel, model, data, ws, inputs, blocks):
     """The checked path's compiled derivative call on checked `inputs` (the kernel's arguments after
     the packed buffers): its outputs (_derivative_outputs), or None when the kernel declines (a
     singular M or G: the NumPy path)."""
-    out = _derivative_outputs(ws.nv, ws.m, blocks)
+    out = _derivative_outputs(ws, blocks)
     args = (model._buf, data._buf, *inputs, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam, *out)
     try:
         status = fast_kernel(*args)
