@@ -58,6 +58,11 @@ TRANSITION_STATES = {"configure": (1, 2), "activate": (2, 3), "deactivate": (3, 
 PR_SET_PDEATHSIG = 1
 FATAL_EXIT_CODE = 3          # a node reported a fatal error on /diagnostics (FatalReports)
 ANNOUNCEMENT_PERIOD_NS = 250_000_000   # the bringup participant's announcements (Fast DDS default: 3 s)
+# [s] from the node processes' start to the controllers' activation with Fast DDS: its default
+# announcement period (3 s) and a margin. A participant hears of those that were there before it at
+# their next announcement, and its discovery then stalls every subscription of its process for up to
+# hundreds of ms (README, "Joint states late in transit"): over before the loop runs
+DISCOVERY_SETTLE = 3.2
 PROFILES_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
 FAST_ANNOUNCEMENTS_PROFILE = f"""<?xml version="1.0" encoding="UTF-8"?>
 <dds xmlns="http://www.eprosima.com">
@@ -211,6 +216,8 @@ def bringup(config, duration=None, monitor=None, namespace="/"):
         controllers = [child for child in children if child.kind == "controller"]
         simulators = [child for child in children if child.kind != "controller"]
         for group, step in ((children, "configure"), (controllers, "activate"), (simulators, "activate")):
+            if group is controllers and stop.wait(_discovery_settle(children)):
+                return 130
             if not transition(group, step, children, stop):
                 return 130 if stop.is_set() else 1
         phase.update(name="run", since=time.monotonic())
@@ -269,6 +276,14 @@ class FatalReports:
         return FATAL_EXIT_CODE if self.seen and code in (0, 130) else code
 
 
+def _discovery_settle(children):
+    """[s] to wait before activating the controllers: DISCOVERY_SETTLE from the node processes'
+    start with Fast DDS (the default RMW), none with another RMW."""
+    if not os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps"):
+        return 0.0
+    return max(0.0, max(child.spawned for child in children) + DISCOVERY_SETTLE - time.monotonic())
+
+
 @contextlib.contextmanager
 def _announcing_often():
     """Within: a participant created here announces itself every ANNOUNCEMENT_PERIOD_NS (through a
@@ -304,6 +319,7 @@ class _NodeProcess:
         # its own process group: a Ctrl-C reaches this process, which stops the nodes in order;
         # and it ends with this process, however that ends
         self.process = subprocess.Popen(command, start_new_session=True, preexec_fn=_end_with_parent)
+        self.spawned = time.monotonic()
         self.state = "unconfigured"
 
     def connect(self, node):
