@@ -4,8 +4,9 @@
         [joint_states_topic:=joint_states]
 
 Both nodes are lifecycle nodes: this file configures them at start-up and activates each one once it
-is inactive (the simulator holds the robot still until the controller's first command, so the order
-does not matter). config: a ROS 2 parameter file with `dyn_controller` and `dyn_simulator` entries;
+is inactive, the controller with Fast DDS 3.2 s later (cli.discovery_settle: README, "Joint states
+late in transit"; the simulator holds the robot still until the controller's first command, so the
+order does not matter). config: a ROS 2 parameter file with `dyn_controller` and `dyn_simulator` entries;
 default: the package's config/demo.yaml, keyed `/**/dyn_controller` and `/**/dyn_simulator` so that
 it applies in any namespace. namespace: of both nodes (their topics are relative: robot1/joint_states,
 robot1/effort_controller/commands; several robots run side by side, one namespace each);
@@ -15,7 +16,7 @@ parameter of both, in config).
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler
+from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler, TimerAction
 from launch.events import matches_action
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
@@ -23,16 +24,18 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
+from dyn_control.nodes.cli import discovery_settle
 from dyn_control.robots import config_dir
 
 
-def lifecycle_autostart(node):
-    """Configure `node` now and activate it once it reaches inactive."""
+def lifecycle_autostart(node, delay=0.0):
+    """Configure `node` now and activate it `delay` seconds after it reaches inactive."""
+    activate = EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(node),
+                                           transition_id=Transition.TRANSITION_ACTIVATE))
     return [
         RegisterEventHandler(OnStateTransition(
             target_lifecycle_node=node, goal_state="inactive",
-            entities=[EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(node),
-                                                  transition_id=Transition.TRANSITION_ACTIVATE))])),
+            entities=[TimerAction(period=delay, actions=[activate])])),
         EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(node),
                                     transition_id=Transition.TRANSITION_CONFIGURE)),
     ]
@@ -54,6 +57,6 @@ def generate_launch_description():
                               description="the joint-state topic of both nodes"),
         controller,
         simulator,
-        *lifecycle_autostart(controller),
+        *lifecycle_autostart(controller, delay=discovery_settle()),
         *lifecycle_autostart(simulator),
     ])

@@ -9,7 +9,8 @@ with interface_name: effort).
 description_file: a URDF, or a xacro file (processed with the xacro module; xacro_args:="name:=value
 ..." are passed to it); its XML becomes the robot_description parameter. config: a ROS 2 parameter
 file with a dyn_controller entry (default: the package's config/controller.yaml). autostart: drive
-the lifecycle to active (configure, then activate); false leaves the node unconfigured for a
+the lifecycle to active (configure, then activate, with Fast DDS 3.2 s later: README, "Joint states
+late in transit"); false leaves the node unconfigured for a
 lifecycle manager or `ros2 lifecycle set /dyn_controller configure`. namespace: the node's namespace
 (the config's `/**/dyn_controller` entry applies there, and relative topics resolve in it).
 joint_states_topic and command_topic (when not empty) override the config's.
@@ -18,7 +19,7 @@ import os
 import shlex
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler, TimerAction
 from launch.conditions import IfCondition
 from launch.events import matches_action
 from launch.substitutions import LaunchConfiguration
@@ -27,6 +28,7 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
+from dyn_control.nodes.cli import discovery_settle
 from dyn_control.robots import config_dir
 
 
@@ -59,7 +61,8 @@ def controller_actions(context):
     return [
         controller,
         RegisterEventHandler(OnStateTransition(target_lifecycle_node=controller, goal_state="inactive",
-                                               entities=[activate]), condition=autostart),
+                                               entities=[TimerAction(period=discovery_settle(), actions=[activate])]),
+                             condition=autostart),
         EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(controller),
                                     transition_id=Transition.TRANSITION_CONFIGURE), condition=autostart),
     ]

@@ -276,12 +276,17 @@ class FatalReports:
         return FATAL_EXIT_CODE if self.seen and code in (0, 130) else code
 
 
+def discovery_settle():
+    """[s] from a controller's process start to its activation: DISCOVERY_SETTLE with Fast DDS (the
+    default RMW), none with another RMW. The launch files wait it too."""
+    fast_dds = os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps")
+    return DISCOVERY_SETTLE if fast_dds else 0.0
+
+
 def _discovery_settle(children):
-    """[s] to wait before activating the controllers: DISCOVERY_SETTLE from the node processes'
-    start with Fast DDS (the default RMW), none with another RMW."""
-    if not os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps"):
-        return 0.0
-    return max(0.0, max(child.spawned for child in children) + DISCOVERY_SETTLE - time.monotonic())
+    """[s] still to wait before activating the controllers (discovery_settle from the node processes'
+    start)."""
+    return max(0.0, max(child.spawned for child in children) + discovery_settle() - time.monotonic())
 
 
 @contextlib.contextmanager
