@@ -875,7 +875,8 @@ class ControllerNode(LoopNode):
                 self.get_logger().error(f"safe mode ({c.safe_mode}): no valid joint state for {age:.3f} s")
             else:
                 c.s[T.S_ANCHOR] = 1.0
-                self.get_logger().info(f"joint states are back after {c.outage:.3f} s{self._late_in_transit()}: "
+                late = self._late_in_transit()
+                self.get_logger().info(f"joint states are back after {c.outage:.3f} s{late}: "
                                        "leaving safe mode, blending back to the reference "
                                        f"over {c.s[T.S_BLEND_TIME]:g} s")
         if final != c.silent:
@@ -972,9 +973,9 @@ class ControllerNode(LoopNode):
             c.s[T.S_ANCHOR] = 1.0
         c.s[T.S_DT] = dt
         c.s[T.S_HAS_EFFORT] = reader.has_effort
-        c.stamp_before_outage = c.previous_stamp
+        if c.safe:      # the sample that ends a watchdog trip: the outage it ends, for the log
+            c.stamp_before_outage, c.outage = c.previous_stamp, now - c.last_sample_time
         c.previous_stamp = reader.stamp
-        c.outage = now - c.last_sample_time if c.last_sample_time is not None else 0.0
         c.last_sample_time = now
 
     def _seed_rate_limit(self):
@@ -1183,9 +1184,8 @@ class _Configured:
     watchdog_trips = 0
     late_deliveries = 0     # watchdog trips ended by joint states that were late in transit
     backlog = ()            # the serialized joint states the tick took (valid until the next take)
-    outage = 0.0            # [s] between the last two accepted joint states (the loop's clock)
-    previous_stamp = 0          # [ns] the stamp of the newest accepted joint state
-    stamp_before_outage = 0     # [ns] the stamp of the accepted joint state before the newest
+    outage = 0.0            # [s] without a joint state before the one that ended the last trip (loop clock)
+    stamp_before_outage = 0     # [ns] the stamp of the accepted joint state before that outage
     estimator_restarts = 0
     reference_point = None
     safe = False
