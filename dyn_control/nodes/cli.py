@@ -142,6 +142,7 @@ def _check_with_rcl(path):
     import rclpy
     from rclpy.impl.implementation_singleton import rclpy_implementation
     from rclpy.signals import SignalHandlerOptions
+    from .spinner import Spinner
     context = rclpy.Context()
     try:
         with _stderr_silenced():
@@ -192,6 +193,7 @@ def bringup(config, duration=None, monitor=None, namespace="/"):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
+    from .spinner import Spinner
     context = rclpy.Context()
     with _announcing_often():
         rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
@@ -199,8 +201,7 @@ def bringup(config, duration=None, monitor=None, namespace="/"):
     fatal = FatalReports(node)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, name="bringup executor", daemon=True)
-    spinner.start()
+    spinner = Spinner(executor, "bringup executor")
     phase = {"name": "configure", "since": time.monotonic()}
     status = None
     code = 0
@@ -243,10 +244,9 @@ def bringup(config, duration=None, monitor=None, namespace="/"):
             child.interrupt()
         for child in children:
             child.end()
-        executor.shutdown()
+        spinner.stop()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-        spinner.join(1.0)
         for number, handler in previous.items():
             signal.signal(number, handler)
     return fatal.exit_code(code)

@@ -1059,7 +1059,8 @@ class ControllerNode(LoopNode):
            are stale (watchdog_timeout);
         2. then the hold torque at the newest joint state (g(q), or zero with safe_mode zero), the
            rate limit ramping to it (at most 1 s); this command, with no velocity term, is what the
-           robot holds."""
+           robot holds;
+        3. wait until every reliable subscriber of the command topic has acknowledged it (_deliver)."""
         c = self._configured
         if c is None or c.reader.stamp is None:
             return
@@ -1085,6 +1086,7 @@ class ControllerNode(LoopNode):
             if s[T.S_RATE_LIMITED] == limited:
                 break       # the hold torque went out whole
             time.sleep(period)
+        self._deliver(c.command_pub, "the safe command")
 
     def _publish_tick(self):
         c = self._configured

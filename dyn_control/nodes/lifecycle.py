@@ -16,11 +16,13 @@ from rcl_interfaces.srv import (DescribeParameters, GetParameters, GetParameterT
                                 SetParametersAtomically)
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from . import param_files, params, preload, qos
+from .spinner import Spinner
 from .stop_flag import StopFlag
 
 # services that only read (the lifecycle state and transitions; parameter values, types, names and
@@ -28,6 +30,7 @@ from .stop_flag import StopFlag
 QUERIES = (GetState, GetAvailableStates, GetAvailableTransitions, DescribeParameters, GetParameters,
            GetParameterTypes, ListParameters)
 PARAMETER_SETS = (SetParameters, SetParametersAtomically)
+ACK_TIMEOUT = 0.5        # [s] longest wait for the subscribers' acknowledgement of a stop's last message
 EXECUTOR_THREADS = 2     # a transition (a first configure may compile for a minute), and the rest beside it
 
 
@@ -113,6 +116,17 @@ class LoopNode(LifecycleNode):
         if self.loop is not None and self.loop.running:
             self.loop.stop()
 
+    def _deliver(self, publisher, what):
+        """Wait (at most ACK_TIMEOUT) until every reliable subscriber of `publisher` has
+        acknowledged what it published, `what` (a phrase) naming it in the warning when one has
+        not: a stop publishes its last message, and the process may end next, and a publisher
+        destroyed before the acknowledgement takes its unsent messages with it (measured on this
+        2-core machine with both cores busy: the controller's last commands lost in 1 to 8 of 16-24
+        Ctrl-Cs)."""
+        if not publisher.wait_for_all_acked(Duration(seconds=ACK_TIMEOUT)):
+            self.get_logger().warning(f"{what} on {publisher.topic_name} was not acknowledged by every reliable "
+                                      f"subscriber within {ACK_TIMEOUT:g} s")
+
 
 class _OneAtATimeButConfigure(CallbackGroup):
     """rclpy's MutuallyExclusiveCallbackGroup (one callback at a time), except that while
@@ -172,8 +186,7 @@ def spin(node_class, args=None):
     params.report_parameter_files(node, param_files.files_in(sys.argv if args is None else args))
     executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, name="executor", daemon=True)
-    spinner.start()
+    spinner = Spinner(executor, "executor")
     if node.get_parameter("autostart").value:
         # on a thread of its own, so that a signal during a long first configure (Numba compiling)
         # ends the process at once
@@ -189,8 +202,7 @@ def spin(node_class, args=None):
     if node.state == "active":
         node.trigger_deactivate()
     node._stop_loop()
-    executor.shutdown(timeout_sec=1.0)
-    spinner.join(1.0)
+    spinner.stop()
     node.destroy_node()
     rclpy.try_shutdown()
     for number in (signal.SIGINT, signal.SIGTERM):
