@@ -20,6 +20,10 @@ ROBOTS = ("panda", "talos_reduced")
 SAMPLES = 10_000
 REPEATS = 7
 CHUNK = 256  # samples of Pinocchio regressors stacked per NumPy product in the reference sums
+# [s] of idle machine before each timed run: OpenBLAS's workers spin for ~0.1 s after the reference's
+# NumPy products and took a core from the batch run after them (the normal equations on panda up to
+# 2.5x slower; none with OPENBLAS_NUM_THREADS=1)
+IDLE = 0.3
 
 
 def _pinocchio_cases(pm, pd, Qp, V, A, TAU, phi_pin):
@@ -84,6 +88,7 @@ def _nbytes(result):
 
 
 def _timed(fn):
+    time.sleep(IDLE)
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result

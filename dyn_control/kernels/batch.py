@@ -961,13 +961,79 @@ def reduction_terms(pair_body, pair_row, H):
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
 def _lane_products(X, Y, h, out, r0, c0, nr, nc):
-    """out[r0 + c, c0 + d] += h sum_l X[c L + l] Y[d L + l] for c < nr, d < nc."""
-    for c in range(nr):
+    """out[r0 + c, c0 + d] += h sum_l X[c L + l] Y[d L + l] for c < nr, d < nc. Rows of X five at a
+    time against columns of Y two at a time (_lane_tile_5x2, _lane_tile_5x1): each lane loaded once
+    feeds up to ten sums, not one (a 10 x 10 block 422 -> 167 ns on the development VM); the rows
+    left over one at a time."""
+    c = 0
+    while c + 5 <= nr:
+        d = 0
+        while d + 2 <= nc:
+            _lane_tile_5x2(X, Y, h, out, r0, c0, c, d)
+            d += 2
+        if d < nc:
+            _lane_tile_5x1(X, Y, h, out, r0, c0, c, d)
+        c += 5
+    for c in range(c, nr):
         for d in range(nc):
             s = 0.0
             for l in range(LANES):
                 s += X[uint64(c * LANES + l)] * Y[uint64(d * LANES + l)]
             out[r0 + c, c0 + d] += h * s
+
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def _lane_tile_5x2(X, Y, h, out, r0, c0, c, d):
+    """_lane_products for rows c .. c + 4 of X and columns d, d + 1 of Y."""
+    s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = s40 = s41 = 0.0
+    for l in range(LANES):
+        y0 = Y[uint64(d * LANES + l)]
+        y1 = Y[uint64((d + 1) * LANES + l)]
+        x = X[uint64(c * LANES + l)]
+        s00 += x * y0
+        s01 += x * y1
+        x = X[uint64((c + 1) * LANES + l)]
+        s10 += x * y0
+        s11 += x * y1
+        x = X[uint64((c + 2) * LANES + l)]
+        s20 += x * y0
+        s21 += x * y1
+        x = X[uint64((c + 3) * LANES + l)]
+        s30 += x * y0
+        s31 += x * y1
+        x = X[uint64((c + 4) * LANES + l)]
+        s40 += x * y0
+        s41 += x * y1
+    r, k = r0 + c, c0 + d
+    out[r, k] += h * s00
+    out[r, k + 1] += h * s01
+    out[r + 1, k] += h * s10
+    out[r + 1, k + 1] += h * s11
+    out[r + 2, k] += h * s20
+    out[r + 2, k + 1] += h * s21
+    out[r + 3, k] += h * s30
+    out[r + 3, k + 1] += h * s31
+    out[r + 4, k] += h * s40
+    out[r + 4, k + 1] += h * s41
+
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def _lane_tile_5x1(X, Y, h, out, r0, c0, c, d):
+    """_lane_products for rows c .. c + 4 of X and column d of Y."""
+    s0 = s1 = s2 = s3 = s4 = 0.0
+    for l in range(LANES):
+        y = Y[uint64(d * LANES + l)]
+        s0 += X[uint64(c * LANES + l)] * y
+        s1 += X[uint64((c + 1) * LANES + l)] * y
+        s2 += X[uint64((c + 2) * LANES + l)] * y
+        s3 += X[uint64((c + 3) * LANES + l)] * y
+        s4 += X[uint64((c + 4) * LANES + l)] * y
+    r, k = r0 + c, c0 + d
+    out[r, k] += h * s0
+    out[r + 1, k] += h * s1
+    out[r + 2, k] += h * s2
+    out[r + 3, k] += h * s3
+    out[r + 4, k] += h * s4
 
 
 @njit(cache=True, error_model="numpy")
