@@ -157,7 +157,8 @@ PARAMETERS = (
           "with the node's other threads moved off it; -2: no pinning)", -2, 4096),
     Param("realtime.spin_us", 200.0, "number", "activate",
           "the loop thread spins (instead of sleeping) this long before each deadline [us]", 0.0, 100000.0),
-    Param("autostart", False, "bool", "configure", "configure and activate right after start-up"),
+    Param("autostart", False, "bool", "configure",
+          "configure and activate right after start-up (activate no earlier than 3.2 s after it with Fast DDS)"),
     Param("control.mode", "joint", "string", "activate",
           "the control law: joint (computed torque on the joint reference) | cartesian_impedance (trees only)"),
     Param("control.frame", "", "string", "configure",
@@ -250,6 +251,7 @@ class ControllerNode(LoopNode):
     """The dyn_controller lifecycle node (see the module docstring)."""
 
     KERNELS = staticmethod(preload.controller_kernels)
+    SETTLE_DISCOVERY = True
 
     def __init__(self, node_name="dyn_controller", **kwargs):
         super().__init__(node_name, PARAMETERS, PARAMETER_PREFIX, **kwargs)

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
@@ -22,6 +23,7 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from . import param_files, params, preload, qos
+from .cli import discovery_settle
 from .spinner import Spinner
 from .stop_flag import StopFlag
 
@@ -40,6 +42,7 @@ class LoopNode(LifecycleNode):
     and deactivate transitions, and KERNELS: the preload.py loader of their loop's kernels."""
 
     KERNELS = None
+    SETTLE_DISCOVERY = False     # autostart activates discovery_settle() after the process's rclpy.init
 
     def __init__(self, node_name, parameters, parameter_prefix, **kwargs):
         super().__init__(node_name, **kwargs)
@@ -163,8 +166,10 @@ class _OneAtATimeButConfigure(CallbackGroup):
 
 def spin(node_class, args=None):
     """`ros2 run dyn_control <node>` (and each process of `dyn-control bringup`): spin one node,
-    configured and activated at once when its `autostart` parameter is true. The loop's kernels
-    start loading at once (preload.py), while the node is being discovered.
+    configured and activated at once when its `autostart` parameter is true (a controller no earlier
+    than cli.discovery_settle() after this process joined the graph, as the bringup and the launch
+    files do: README, "Joint states late in transit"). The loop's kernels start loading at once
+    (preload.py), while the node is being discovered.
 
     SIGINT and SIGTERM (Ctrl-C, ros2 launch stopping it) end the process cleanly: an active node
     is deactivated first (the controller publishes its safe command while the ROS context still
@@ -178,6 +183,7 @@ def spin(node_class, args=None):
 
     The node logs which entries of its parameter files apply to it, and warns when none does."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    joined = time.monotonic()
     stop = StopFlag()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, stop.raise_)
@@ -190,7 +196,7 @@ def spin(node_class, args=None):
     if node.get_parameter("autostart").value:
         # on a thread of its own, so that a signal during a long first configure (Numba compiling)
         # ends the process at once
-        threading.Thread(target=_autostart, args=(node, stop), name="autostart", daemon=True).start()
+        threading.Thread(target=_autostart, args=(node, stop, joined), name="autostart", daemon=True).start()
     while not stop.wait(0.1):
         pass
     if node.state == "configuring":
@@ -209,7 +215,9 @@ def spin(node_class, args=None):
         signal.signal(number, signal.SIG_IGN)     # kept through the interpreter's exit
 
 
-def _autostart(node, stop):
+def _autostart(node, stop, joined):
     node.trigger_configure()
+    if node.SETTLE_DISCOVERY:
+        stop.wait(max(0.0, joined + discovery_settle() - time.monotonic()))
     if node.state == "inactive" and not stop.is_set():
         node.trigger_activate()
