@@ -5,7 +5,8 @@ The simulator is stopped first, so that the controller's last joint state is the
 /joint_states message (recorded here); then SIGINT to the controller must leave, as the last
 command on the command topic, the safe command at that state, g(q) clipped to the effort limits
 (Pinocchio; no velocity term: the robot holds this command), with exit code 0 and no traceback. A SIGINT during the first configure (the
-Numba kernels compiling into an empty cache) ends the process within seconds.
+Numba kernels compiling into an empty cache) ends the process within seconds. A bringup whose
+controller was shut down from outside meanwhile ends without an error.
 """
 import os
 import signal
@@ -24,6 +25,7 @@ from std_msgs.msg import Float64MultiArray
 
 import dyn_control as dc
 from dyn_control.nodes import qos
+from dyn_control.nodes.cli import bringup
 from ros_harness import write_parameter_file
 
 pytestmark = pytest.mark.ros
@@ -107,3 +109,38 @@ def test_sigint_during_the_first_configure_ends_the_process_promptly(tmp_path):
     assert time.monotonic() - signalled < 5.0, "SIGINT took longer than launch's 5 s before SIGTERM"
     assert code == 0, output
     assert "Traceback" not in output, output
+
+
+class ShutdownElsewhere:
+    """A bringup monitor that, 1 s into the run, shuts the controller down from outside the bringup
+    (lifecycle shutdown from active, as `ros2 lifecycle set /dyn_controller shutdown` does) and
+    keeps the answer."""
+
+    def start(self, node):
+        from lifecycle_msgs.srv import ChangeState
+        self.client = node.create_client(ChangeState, "/dyn_controller/change_state")
+        self.request = ChangeState.Request()
+        self.request.transition.id = 7      # lifecycle_msgs/Transition TRANSITION_ACTIVE_SHUTDOWN
+        self.answer = None
+
+    def status(self, phase, elapsed):
+        if phase == "run" and elapsed >= 1.0 and self.answer is None:
+            self.answer = self.client.call_async(self.request)
+
+    def stop(self):
+        pass
+
+
+def test_a_controller_shut_down_elsewhere_ends_the_bringup_without_an_error(tmp_path, capsys):
+    """At its end the bringup deactivates the controllers it activated; one that was shut down by
+    someone else meanwhile is no failure: the bringup says it was already finalized."""
+    monitor = ShutdownElsewhere()
+    params = write_parameter_file(tmp_path / "params.yaml", {"dyn_controller": {"urdf_path": URDF},
+                                                             "dyn_simulator": {"urdf_path": URDF}})
+    code = bringup(params, 3.0, monitor)
+    output = capsys.readouterr()
+    assert monitor.answer is not None and monitor.answer.done() and monitor.answer.result().success, \
+        "the controller was not shut down from outside"
+    assert code == 0, output
+    assert "bringup: dyn_controller was already finalized, not active" in output.out, output
+    assert "failed to deactivate" not in output.err, output.err

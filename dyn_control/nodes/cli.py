@@ -55,6 +55,7 @@ ASK_STATE_AFTER = 3.0        # [s] without an answer: ask the node's state (a re
 POLL_PERIOD = 0.005          # [s] between looks at the pending requests
 # lifecycle_msgs/State ids a transition goes from and to
 TRANSITION_STATES = {"configure": (1, 2), "activate": (2, 3), "deactivate": (3, 2)}
+STOPPED_STATES = {1: "unconfigured", 2: "inactive", 4: "finalized"}   # a deactivate has nothing to do
 PR_SET_PDEATHSIG = 1
 FATAL_EXIT_CODE = 3          # a node reported a fatal error on /diagnostics (FatalReports)
 ANNOUNCEMENT_PERIOD_NS = 250_000_000   # the bringup participant's announcements (Fast DDS default: 3 s)
@@ -372,6 +373,12 @@ def transition(nodes, transition, everyone, stop=None):
                     asked[child] = (time.monotonic(), None)
             elif future.done():
                 if not future.result().success:
+                    state = _current_state(child) if transition == "deactivate" else None
+                    if state in STOPPED_STATES:     # stopped elsewhere (ros2 lifecycle set, a lifecycle manager)
+                        print(f"bringup: {child.name} was already {STOPPED_STATES[state]}, not active")
+                        child.state = STOPPED_STATES[state]
+                        del pending[child]
+                        continue
                     print(f"bringup: {child.name} failed to {transition} (see its log above)", file=sys.stderr)
                     return False
                 child.state = "active" if goal_state == 3 else "inactive"
@@ -394,6 +401,17 @@ def transition(nodes, transition, everyone, stop=None):
     if pending and (stop is None or not stop.is_set()):
         print(f"bringup: no answer to {transition} from {', '.join(c.name for c in pending)}", file=sys.stderr)
     return not pending
+
+
+def _current_state(child):
+    """`child`'s lifecycle state id (lifecycle_msgs/State), None without an answer within
+    TRANSITION_TIMEOUT."""
+    from lifecycle_msgs.srv import GetState
+    query = child.state_client.call_async(GetState.Request())
+    deadline = time.monotonic() + TRANSITION_TIMEOUT
+    while not query.done() and time.monotonic() < deadline:
+        time.sleep(POLL_PERIOD)
+    return query.result().current_state.id if query.done() else None
 
 
 def _end_with_parent():
