@@ -13,7 +13,7 @@
      reaches on this machine).
    Reported: commands per second, gaps between consecutive commands' source timestamps p50 / p99 /
    max (ours; the timer's periods beside them), watchdog trips (and those that ended with joint
-   states late in transit, as the controller counts them) beside the joint states' gaps over
+   states late or lost in transit, as the controller counts them) beside the joint states' gaps over
    the watchdog's timeout and the timer's periods over it, deadline misses, tick CPU time (the loop
    thread's) and duration (wall clock).
 2. The same with one more process: a callback-based subscriber of /joint_states and the command
@@ -191,7 +191,8 @@ def loop_rows(label, listened, timer):
             Row(f"{label}: watchdog trips / deadline misses (counts)", float(loop.get("watchdog trips", "nan")),
                 note=f"deadline misses {loop.get('deadline misses', '?')} in {loop.get('ticks', '?')} ticks; "
                      f"trips on joint states late in transit "
-                     f"{loop.get('watchdog trips on joint states late in transit', '?')}; "
+                     f"{loop.get('watchdog trips on joint states late in transit', '?')}, lost in transit "
+                     f"{loop.get('watchdog trips on joint states lost in transit', '?')}; "
                      + stalls(listened, periods)),
             Row(f"{label}: controller tick CPU p50", float(loop.get("tick cpu p50 [ms]", "nan")) * 1e3,
                 note="the loop thread's CPU time"),

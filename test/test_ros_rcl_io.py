@@ -1,7 +1,7 @@
 """Taking and publishing serialized messages through rcl directly (dyn_control.nodes.rcl_io), in one
 process over DDS: what arrives reads back, through rclpy's own deserializer (the oracle), as the
-messages sent, in order, newest kept; an oversized message is dropped and named; a lifecycle publisher's
-gate holds."""
+messages sent, in order, newest kept; each message's publisher and publication sequence number; an
+oversized message is dropped and named; a lifecycle publisher's gate holds."""
 import time
 
 import numpy as np
@@ -10,6 +10,7 @@ import ros_harness  # noqa: F401  (own DDS domain)
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed")
 from rclpy.lifecycle import Node as LifecycleNode  # noqa: E402
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
@@ -61,6 +62,39 @@ def test_ring_take_gives_the_newest_queued_messages_oldest_first_in_order(node):
     # KEEP_LAST 5: the newest five, as rclpy's deserializer reads them
     assert [deserialize_message(bytes(r), Float64MultiArray) for r in received] == sent[-qos.SENSOR_DATA.depth:]
     assert subscription.take_all_raw() == []
+
+
+@pytest.mark.parametrize("ring_capacity", [qos.RING_CAPACITY, 0], ids=["rcl ring", "rclpy"])
+def test_publication_sequence_numbers_count_the_messages_never_taken(node, ring_capacity):
+    """publications() and publication_before(), through rcl's ring and through rclpy's take: a
+    publisher's messages numbered one after the other; 20 more sent into a queue that keeps 8 show
+    as a jump of 20 - 8 + 1 from the newest taken before (the oracle: what this test published and
+    the queue's depth); another publisher has another GID."""
+    topic = "/rcl_io_sequence"
+    keep = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=8, reliability=ReliabilityPolicy.BEST_EFFORT)
+    subscription = qos.PolledSubscription(node, Float64MultiArray, topic, keep, ring_capacity=ring_capacity)
+    assert (subscription._ring is not None) == bool(ring_capacity)
+    first, second = (node.create_publisher(Float64MultiArray, topic, keep) for _ in range(2))
+    assert wait_for(lambda: first.get_subscription_count() == 1 and second.get_subscription_count() == 1)
+    time.sleep(0.2)
+
+    def send(publisher, count):
+        for k in range(count):
+            publisher.publish(Float64MultiArray(data=[float(k)]))
+        time.sleep(0.2)
+        return subscription.take_all_raw()
+    assert subscription.publication_before() is None
+    assert len(send(first, 3)) == 3
+    numbers = [number for _, number in subscription.publications()]
+    sender = subscription.publications()[0][0]
+    assert numbers == list(range(numbers[0], numbers[0] + 3)), numbers
+    assert all(publisher == sender for publisher, _ in subscription.publications())
+    assert len(send(first, 20)) == 8
+    assert subscription.publication_before() == (sender, numbers[-1])
+    assert [number for _, number in subscription.publications()] == list(range(numbers[-1] + 13, numbers[-1] + 21))
+    assert len(send(second, 1)) == 1
+    assert subscription.publications()[0][0] != sender
+    assert subscription.publication_before() == (sender, numbers[-1] + 20)
 
 
 def test_a_message_larger_than_the_buffer_is_dropped_named_and_the_next_one_arrives(node):

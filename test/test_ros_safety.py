@@ -95,6 +95,7 @@ class Injector:
         self.message = None
         self.holding = False     # hold the joint states back, then send them all at once (late in transit)
         self.held = []
+        self.burst = 0           # send this many joint states at once, the GIL held (the queue overflows)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._feed, daemon=True)
         self._thread.start()
@@ -112,6 +113,13 @@ class Injector:
                 for late in self.held:
                     self.joint_states.publish(late)
                 self.held = []
+                if self.burst:
+                    switch = sys.getswitchinterval()
+                    sys.setswitchinterval(1.0)      # no other Python thread (the loop) runs meanwhile
+                    for _ in range(self.burst):
+                        self.joint_states.publish(msg)
+                    sys.setswitchinterval(switch)
+                    self.burst = 0
                 self.joint_states.publish(msg)
 
     def close(self):
@@ -267,6 +275,33 @@ def test_joint_states_late_in_transit_are_told_from_a_silent_robot(active):
     assert held >= 40, f"only {held} joint states were held back in 0.3 s"
     assert after_stall["watchdog trips"] == after_silence["watchdog trips"] + 1
     assert after_stall[key] == after_silence[key] + 1, f"{held} joint states late in transit were not told"
+    assert_all_close(injector.commands_for(0.3), computed_torque(), "back to computed torque")
+
+
+def test_joint_states_lost_in_transit_are_counted(active):
+    """The robot's side sends 200 joint states at once after a silence, into the controller's queue
+    that keeps 64 (qos.SENSOR_DATA): the publication sequence numbers show the ones pushed out. The
+    trip is counted as lost in transit (and late: a full queue arrived); a silence is neither."""
+    controller, injector = active
+    lost, late = "watchdog trips on joint states lost in transit", "watchdog trips on joint states late in transit"
+    before = controller.counters()
+    injector.message = None
+    time.sleep(0.3)
+    injector.message = state
+    time.sleep(0.2)
+    after_silence = controller.counters()
+    assert after_silence["watchdog trips"] == before["watchdog trips"] + 1
+    assert after_silence[lost] == before[lost], "a silent robot was taken for lost joint states"
+    injector.message = None
+    time.sleep(0.3)
+    injector.burst = 200
+    injector.message = state
+    time.sleep(0.2)
+    after_burst = controller.counters()
+    assert injector.burst == 0
+    assert after_burst["watchdog trips"] == after_silence["watchdog trips"] + 1
+    assert after_burst[lost] == after_silence[lost] + 1, "200 joint states into a queue of 64: none counted lost"
+    assert after_burst[late] == after_silence[late] + 1
     assert_all_close(injector.commands_for(0.3), computed_torque(), "back to computed torque")
 
 

@@ -877,8 +877,8 @@ class ControllerNode(LoopNode):
                 self.get_logger().error(f"safe mode ({c.safe_mode}): no valid joint state for {age:.3f} s")
             else:
                 c.s[T.S_ANCHOR] = 1.0
-                late = self._late_in_transit()
-                self.get_logger().info(f"joint states are back after {c.outage:.3f} s{late}: "
+                verdict = self._delivery_verdict()
+                self.get_logger().info(f"joint states are back after {c.outage:.3f} s{verdict}: "
                                        "leaving safe mode, blending back to the reference "
                                        f"over {c.s[T.S_BLEND_TIME]:g} s")
         if final != c.silent:
@@ -890,24 +890,43 @@ class ControllerNode(LoopNode):
         c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero" or (final and c.safe_mode_final == "zero")
         return final and c.safe_mode_final == "silent" and c.hold_published
 
-    def _late_in_transit(self):
-        """On leaving safe mode: were the joint states that ended the outage published during it,
-        and late in transit to this process (a stalled delivery, not a silent robot)? Then they
-        arrive together, the oldest stamped within the watchdog's timeout of the last state taken
-        before the outage, or as a full queue (the older ones pushed out). Counted, and said in the
-        log ("" when not)."""
+    def _delivery_verdict(self):
+        """On leaving safe mode: did the robot's side go silent, or did its joint states fail to
+        reach this process? Late in transit: the ones that ended the outage arrive together, the
+        oldest stamped within the watchdog's timeout of the last state taken before the outage, or
+        as a full queue (the older ones pushed out). Lost in transit: the publisher's sequence
+        numbers (qos.PolledSubscription.publications) went on during the outage, and some of the
+        states they number never arrived. Each is counted, and said in the log ("" for a silent
+        robot)."""
         c = self._configured
         backlog = c.backlog
-        if len(backlog) < 2:
-            return ""
-        oldest = header_stamp_ns(backlog[0])
+        lost = self._lost_in_transit()
+        said = ""
+        if lost:
+            c.lost_deliveries += 1
+            said = (f"; the robot's side published {lost} more that never reached this process (their "
+                    "publication sequence numbers): lost in transit")
+        oldest = header_stamp_ns(backlog[0]) if len(backlog) >= 2 else None
         after = (oldest - c.stamp_before_outage) * 1e-9 if oldest is not None else math.inf
-        if len(backlog) < qos.SENSOR_DATA.depth and not 0.0 < after <= c.watchdog_timeout:
-            return ""
-        c.late_deliveries += 1
-        return (f"; {len(backlog)} arrived at once, the oldest stamped {after:.3f} s after the last one before: "
-                "they were late in transit to this process, the robot's side published on time (README, "
-                "\"Joint states late in transit\")")
+        if len(backlog) >= 2 and (len(backlog) >= qos.SENSOR_DATA.depth or 0.0 < after <= c.watchdog_timeout):
+            c.late_deliveries += 1
+            said = (f"; {len(backlog)} arrived at once, the oldest stamped {after:.3f} s after the last one "
+                    f"before: they were late in transit to this process, the robot's side published on time"
+                    f"{said}")
+        return f"{said} (README, \"Joint states late in transit\")" if said else ""
+
+    def _lost_in_transit(self):
+        """How many joint states the publisher of the newest one before the outage sent after it,
+        up to the newest taken now, that this process never took (0 when unknown: an RMW without
+        sequence numbers, or only other publishers now)."""
+        c = self._configured
+        before = c.joint_states.publication_before()
+        if before is None or before[1] is None:
+            return 0
+        publisher, last = before
+        taken = [number for sender, number in c.joint_states.publications()
+                 if sender == publisher and number is not None]
+        return max(0, max(taken) - last - len(taken)) if taken else 0
 
     def _take_joint_state(self, now):
         """Take every queued joint state and parse them newest first until one is accepted: the
@@ -1110,6 +1129,7 @@ class ControllerNode(LoopNode):
                   "last rejected reference or trajectory": c.last_rejection,
                   "watchdog trips": c.watchdog_trips,
                   "watchdog trips on joint states late in transit": c.late_deliveries,
+                  "watchdog trips on joint states lost in transit": c.lost_deliveries,
                   "joint states stamped ahead of this clock": c.reader.future_stamps,
                   "re-anchored references": int(c.s[T.S_ANCHORS]),
                   "re-anchored after large errors": int(c.s[T.S_ERROR_ANCHORS]),
@@ -1187,6 +1207,7 @@ class _Configured:
     last_rejection = ""
     watchdog_trips = 0
     late_deliveries = 0     # watchdog trips ended by joint states that were late in transit
+    lost_deliveries = 0     # watchdog trips after which joint states were missing (publication sequence numbers)
     backlog = ()            # the serialized joint states the tick took (valid until the next take)
     outage = 0.0            # [s] without a joint state before the one that ended the last trip (loop clock)
     stamp_before_outage = 0     # [ns] the stamp of the accepted joint state before that outage

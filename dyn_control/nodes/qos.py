@@ -7,6 +7,7 @@ themselves, once per tick, from subscriptions in a callback group that no execut
 through rcl directly into preallocated buffers where possible (rcl_io), else through rclpy's raw
 take (~13 us a message).
 """
+import numpy as np
 from rclpy.callback_groups import CallbackGroup
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -66,6 +67,8 @@ class PolledSubscription:
         # take_all_raw through rcl directly into a ring of buffers (one per message the QoS keeps)
         self._ring = (rcl_io.RingTake(self.subscription, qos.depth, ring_capacity)
                       if ring_capacity and rcl_io.available(self.subscription) else None)
+        self._publications = []             # without a ring: those of the last take_all_raw
+        self._newest = (None, None)         # and the newest message's of the two last takes with any
 
     def take(self):
         taken = self.take_with_info()
@@ -87,13 +90,35 @@ class PolledSubscription:
         compiled call; a message larger than the ring's buffers is an empty array."""
         if self._ring is not None:
             return self._ring.take_all()
-        messages = []
+        messages, self._publications = [], []
         while (taken := self.take_raw()) is not None:
             messages.append(taken[0])
+            self._publications.append(_publication(taken[1]))
+        if messages:
+            self._newest = (self._newest[1], self._publications[-1])
         return messages
+
+    def publications(self):
+        """Who sent each message of the last take_all_raw, oldest first: (publisher GID as two
+        integers, publication sequence number, None where the RMW has none). Within one publisher
+        the numbers count its messages: a jump of k means k - 1 sent in between that this
+        subscription never took."""
+        return self._ring.publications() if self._ring is not None else self._publications
+
+    def publication_before(self):
+        """publications()'s entry of the newest message of the take_all_raw before the last one that
+        took any (None before there was one)."""
+        return self._ring.publication_before() if self._ring is not None else self._newest[0]
 
     def destroy(self, node):
         node.destroy_subscription(self.subscription)
+
+
+def _publication(info):
+    """rcl_io.publication of rclpy's message info dict."""
+    gid = np.frombuffer(info["publisher_gid"]["data"], dtype="<u8", count=2)
+    sequence = info["publication_sequence_number"]
+    return (int(gid[0]), int(gid[1])), None if sequence in (None, rcl_io.SEQUENCE_UNSUPPORTED) else sequence
 
 
 def _unused_callback(msg):

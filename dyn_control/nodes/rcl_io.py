@@ -29,6 +29,13 @@ RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401      # nothing queued
 # rcutils_uint8_array_t as eight 64-bit words: buffer, buffer_length, buffer_capacity, then the
 # rcutils_allocator_t: allocate, deallocate, reallocate, zero_allocate, state
 BUFFER, LENGTH, CAPACITY, ALLOCATE, DEALLOCATE, REALLOCATE, ZERO_ALLOCATE, STATE = range(8)
+# rmw_message_info_t (rmw/types.h) as eight 64-bit words: source and received timestamps, the
+# publication and reception sequence numbers, the publisher's GID (implementation identifier, then
+# RMW_GID_STORAGE_SIZE = 16 bytes of data), from_intra_process
+INFO_WORDS = 8
+PUBLICATION_SEQUENCE = 2
+GID_DATA = 5                                # two words
+SEQUENCE_UNSUPPORTED = 2 ** 64 - 1          # RMW_MESSAGE_INFO_SEQUENCE_NUMBER_UNSUPPORTED
 
 
 # the allocator of our buffers (compiled into C functions by _Rcl.load)
@@ -72,19 +79,27 @@ def _call4(typingctx, address, a, b, c, d):
 
 
 @njit(cache=True, nogil=True)
-def take_all(take, reset_error, subscription, headers, lengths):
+def take_all(take, reset_error, subscription, headers, lengths, infos, newest):
     """Take every queued message into the ring of buffers described by `headers` (k, 8): message i
-    goes to slot i % k, its length to lengths[slot] (-1: larger than the buffer, dropped). Returns
-    the number taken; the newest is in slot (count - 1) % k."""
+    goes to slot i % k, its length to lengths[slot] (-1: larger than the buffer, dropped), its
+    message info to infos[slot] (infos (k + 1, INFO_WORDS): each take lands in the last row, which
+    the take that finds the queue empty overwrites too). Returns the number taken; the newest is in
+    slot (count - 1) % k. newest (2, INFO_WORDS): row 1 the info of the newest message taken by the
+    last call that took any, row 0 that of the call before it."""
     count = 0
     slots = headers.shape[0]
+    landing = infos[slots]
     while True:
         slot = count % slots
         header = headers[slot]
         buffer, capacity = header[BUFFER], header[CAPACITY]
-        ret = _call4(take, subscription, header.ctypes.data, 0, 0)
+        ret = _call4(take, subscription, header.ctypes.data, landing.ctypes.data, 0)
         if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
+            if count > 0:
+                newest[0, :] = newest[1, :]
+                newest[1, :] = infos[(count - 1) % slots, :]
             return count
+        infos[slot, :] = landing
         if ret == RCL_RET_OK:
             lengths[slot] = header[LENGTH]
         else:                       # too large for the buffer (or a failed take): dropped, counted
@@ -109,7 +124,8 @@ def _compile():
     below, so that the first take or publish in a loop costs no compilation."""
     address, header = types.int64, types.Array(types.uint64, 1, "C")
     publish.compile((address, address, address, header))
-    take_all.compile((address, address, address, types.Array(types.uint64, 2, "C"), types.Array(types.int64, 1, "C")))
+    words = types.Array(types.uint64, 2, "C")
+    take_all.compile((address, address, address, words, types.Array(types.int64, 1, "C"), words, words))
 
 
 def _librcl():
@@ -177,19 +193,38 @@ def serialized_message(buffer, length):
 class RingTake:
     """Takes every queued message of a subscription into `slots` buffers of `capacity` bytes, in
     one compiled call. take_all() returns them oldest first as uint8 views, valid until the next
-    call; a message that did not fit is an empty view."""
+    call; a message that did not fit is an empty view. publications() and publication_before()
+    say who sent them (see qos.PolledSubscription)."""
 
     def __init__(self, subscription, slots, capacity):
         self.subscription = subscription.handle.pointer
         self.buffers = np.zeros((slots, capacity), dtype=np.uint8)
         self.headers = np.stack([serialized_message(b, 0) for b in self.buffers])
         self.lengths = np.zeros(slots, dtype=np.int64)
+        self.infos = np.zeros((slots + 1, INFO_WORDS), dtype=np.uint64)
+        self.newest = np.zeros((2, INFO_WORDS), dtype=np.uint64)
+        self.count = 0
 
     def take_all(self):
-        count = take_all(_Rcl.take, _Rcl.reset_error, self.subscription, self.headers, self.lengths)
+        count = self.count = take_all(_Rcl.take, _Rcl.reset_error, self.subscription, self.headers, self.lengths,
+                                      self.infos, self.newest)
         slots = self.buffers.shape[0]
         first = max(count - slots, 0)
         return [self.buffers[k % slots, :max(self.lengths[k % slots], 0)] for k in range(first, count)]
+
+    def publications(self):
+        slots = self.buffers.shape[0]
+        return [publication(self.infos[k % slots]) for k in range(max(self.count - slots, 0), self.count)]
+
+    def publication_before(self):
+        return publication(self.newest[0]) if self.newest[0, GID_DATA:GID_DATA + 2].any() else None
+
+
+def publication(info):
+    """(publisher GID as two integers, publication sequence number or None where the RMW has none)
+    of a message info (INFO_WORDS uint64)."""
+    sequence = int(info[PUBLICATION_SEQUENCE])
+    return ((int(info[GID_DATA]), int(info[GID_DATA + 1])), None if sequence == SEQUENCE_UNSUPPORTED else sequence)
 
 
 class RawPublisher:
