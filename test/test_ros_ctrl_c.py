@@ -113,4 +113,5 @@ def test_a_second_sigint_during_a_clean_stop_is_no_crash(tmp_path, gap):
     since = positions[states_before:]
     safe = [np.clip(pin.computeGeneralizedGravity(model, data, np.array(q)), -limits, limits) for q in since]
     closest = min(np.abs(np.asarray(last) - g).max() for g in safe)
-    assert closest < 1e-9, f"the last command is {closest:.3g} N m from g(q) at every one of the {len(since)} states since"
+    assert closest < 1e-9, \
+        f"the last command is {closest:.3g} N m from g(q) at every one of the {len(since)} states since the signal"

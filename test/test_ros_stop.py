@@ -4,9 +4,10 @@
 The simulator is stopped first, so that the controller's last joint state is the simulator's last
 /joint_states message (recorded here); then SIGINT to the controller must leave, as the last
 command on the command topic, the safe command at that state, g(q) clipped to the effort limits
-(Pinocchio; no velocity term: the robot holds this command), with exit code 0 and no traceback. A SIGINT during the first configure (the
-Numba kernels compiling into an empty cache) ends the process within seconds. A bringup whose
-controller was shut down from outside meanwhile ends without an error.
+(Pinocchio; no velocity term: the robot holds this command), with exit code 0 and no traceback. A
+SIGINT during the first configure (the Numba kernels compiling into an empty cache) ends the process
+within seconds. A bringup whose controller was shut down from outside meanwhile ends without an
+error.
 """
 import os
 import signal
