@@ -143,7 +143,6 @@ def _check_with_rcl(path):
     import rclpy
     from rclpy.impl.implementation_singleton import rclpy_implementation
     from rclpy.signals import SignalHandlerOptions
-    from .spinner import Spinner
     context = rclpy.Context()
     try:
         with _stderr_silenced():
