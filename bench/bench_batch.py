@@ -4,7 +4,7 @@ regressor's normal equations (sum Y^T Y, sum Y^T tau) and the torque residual's 
 the batch kernel, against the Pinocchio loop plus NumPy sums over chunks of stacked regressors.
 
 Each line: our time and Pinocchio's in microseconds per sample (best of REPEATS, ours and the loop
-interleaved), the ratio, then samples per second, the speed-up, the run's spread ((max - min) / min
+interleaved; the reductions with IDLE s before each timed run), the ratio, then samples per second, the speed-up, the run's spread ((max - min) / min
 over the repeats, ours / Pinocchio's) and the memory of our result. The regressor twice: into a new
 array (its first touch of fresh memory included) and into one reused (`out=`).
 """
@@ -20,10 +20,13 @@ ROBOTS = ("panda", "talos_reduced")
 SAMPLES = 10_000
 REPEATS = 7
 CHUNK = 256  # samples of Pinocchio regressors stacked per NumPy product in the reference sums
-# [s] of idle machine before each timed run: OpenBLAS's workers spin for ~0.1 s after the reference's
-# NumPy products and took a core from the batch run after them (the normal equations on panda up to
-# 2.5x slower; none with OPENBLAS_NUM_THREADS=1)
+# [s] of idle machine before each timed run of the reductions: OpenBLAS's workers spin for ~0.1 s
+# after their reference's NumPy products and took a core from the batch run after them (the normal
+# equations on panda up to 2.5x slower; none with OPENBLAS_NUM_THREADS=1). Not for the other cases,
+# whose references use no BLAS: a 1-2 ms batch run after an idle 0.3 s took 1.5x as long (rnea_batch
+# panda 0.15 against 0.106 us/sample), the threads and the core waking up.
 IDLE = 0.3
+REDUCTIONS = ("regressor_normal_equations", "residual_gradient_batch")
 
 
 def _pinocchio_cases(pm, pd, Qp, V, A, TAU, phi_pin):
@@ -87,26 +90,26 @@ def _nbytes(result):
     return np.asarray(result).nbytes
 
 
-def _timed(fn):
-    time.sleep(IDLE)
+def _timed(fn, idle):
+    time.sleep(idle)
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result
 
 
-def _interleaved(ours, ref, repeats=REPEATS):
-    """Best and worst seconds of each over `repeats` alternating runs (after one warm-up of each),
-    and the bytes of our result."""
+def _interleaved(ours, ref, idle, repeats=REPEATS):
+    """Best and worst seconds of each over `repeats` alternating runs (after one warm-up of each;
+    `idle` seconds before each timed run), and the bytes of our result."""
     ours()
     ref()
     mine, theirs = [], []
     nbytes = 0
     for _ in range(repeats):
-        t, result = _timed(ours)
+        t, result = _timed(ours, idle)
         nbytes = _nbytes(result)
         del result
         mine.append(t)
-        t, result = _timed(ref)
+        t, result = _timed(ref, idle)
         del result
         theirs.append(t)
     return min(mine), max(mine), min(theirs), max(theirs), nbytes
@@ -127,7 +130,8 @@ def run():
         A = rng.normal(size=(SAMPLES, nv))
         TAU = dc.rnea_batch(model, Q, V, A) + rng.normal(size=(SAMPLES, nv))
         for case, ours, ref in _cases(model, pm, pd, Q, V, A, TAU):
-            best, worst, ref_best, ref_worst, nbytes = _interleaved(ours, ref)
+            idle = IDLE if case in REDUCTIONS else 0.0
+            best, worst, ref_best, ref_worst, nbytes = _interleaved(ours, ref, idle)
             us, ref_us = best / SAMPLES * 1e6, ref_best / SAMPLES * 1e6
             note = (f"({ref_best / best:.1f}x, {SAMPLES / best:,.0f} samples/s, spread {worst / best - 1:.0%} / "
                     f"{ref_worst / ref_best - 1:.0%}, result {nbytes / 1e6:.3g} MB, {threads} threads)")
