@@ -251,6 +251,19 @@ def test_stale_joint_states_switch_to_safe_mode_and_back(active):
     assert_all_close(injector.commands_for(0.3), computed_torque(), "back to computed torque")
 
 
+def silence_then_state(controller, injector):
+    """0.3 s without joint states, then the state again: the watchdog trips once. The counters
+    before and after."""
+    before = controller.counters()
+    injector.message = None
+    time.sleep(0.3)
+    injector.message = state
+    time.sleep(0.2)
+    after = controller.counters()
+    assert after["watchdog trips"] == before["watchdog trips"] + 1
+    return before, after
+
+
 def test_joint_states_late_in_transit_are_told_from_a_silent_robot(active):
     """A delivery stall: the robot's side goes on publishing, but its joint states reach the
     controller only 0.3 s later, all at once (what a DDS participant does while its discovery holds
@@ -258,13 +271,7 @@ def test_joint_states_late_in_transit_are_told_from_a_silent_robot(active):
     is counted as late in transit; a silence of the same length is not."""
     controller, injector = active
     key = "watchdog trips on joint states late in transit"
-    before = controller.counters()
-    injector.message = None
-    time.sleep(0.3)
-    injector.message = state
-    time.sleep(0.2)
-    after_silence = controller.counters()
-    assert after_silence["watchdog trips"] == before["watchdog trips"] + 1
+    before, after_silence = silence_then_state(controller, injector)
     assert after_silence[key] == before[key], "a silent robot was taken for a delivery stall"
     injector.holding = True
     time.sleep(0.3)
@@ -284,13 +291,7 @@ def test_joint_states_lost_in_transit_are_counted(active):
     trip is counted as lost in transit (and late: a full queue arrived); a silence is neither."""
     controller, injector = active
     lost, late = "watchdog trips on joint states lost in transit", "watchdog trips on joint states late in transit"
-    before = controller.counters()
-    injector.message = None
-    time.sleep(0.3)
-    injector.message = state
-    time.sleep(0.2)
-    after_silence = controller.counters()
-    assert after_silence["watchdog trips"] == before["watchdog trips"] + 1
+    before, after_silence = silence_then_state(controller, injector)
     assert after_silence[lost] == before[lost], "a silent robot was taken for lost joint states"
     injector.message = None
     time.sleep(0.3)
