@@ -4,7 +4,7 @@ regressor's normal equations (sum Y^T Y, sum Y^T tau) and the torque residual's 
 the batch kernel, against the Pinocchio loop plus NumPy sums over chunks of stacked regressors.
 
 Each line: our time and Pinocchio's in microseconds per sample (best of REPEATS, ours and the loop
-interleaved; the reductions with IDLE s before each timed run), the ratio, then samples per second, the speed-up, the run's spread ((max - min) / min
+interleaved; the reductions with IDLE s and an untimed call before each timed run), the ratio, then samples per second, the speed-up, the run's spread ((max - min) / min
 over the repeats, ours / Pinocchio's) and the memory of our result. The regressor twice: into a new
 array (its first touch of fresh memory included) and into one reused (`out=`).
 """
@@ -91,7 +91,12 @@ def _nbytes(result):
 
 
 def _timed(fn, idle):
-    time.sleep(idle)
+    """Seconds of one call of fn(), after `idle` seconds of sleep and, when there was one, an untimed
+    call: the threads and the core that the idle let sleep wake up in it (the first run after 0.3 s
+    idle took 1.1-1.3x as long as the next: the normal equations on panda 0.64-0.74 against 0.57 us/sample)."""
+    if idle:
+        time.sleep(idle)
+        fn()
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result
