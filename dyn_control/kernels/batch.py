@@ -493,12 +493,13 @@ def aba_lanes(parents, screw_axes, home_R, home_p, phi, joint_terms, base_accel,
     """ddq (nb, L) = aba.aba for the LANES samples q, v, tau (nb, L); singular[l] = True where some
     D_i = 0 in lane l (the single call raises ZeroDivisionError there). Workspace as aba.aba's, rows of
     lanes: R, oR (nb, 9 L), p, op (nb, 3 L), oS, oV, c, pA, U, A (nb, 6 L), phi_world (nb, 10 L),
-    IA (nb, 36 L), D, u (nb, L), tmp (2, 6 L)."""
+    IA (nb, 36 L), D, u (nb, L), tmp (3, 6 L)."""
     nb = q.shape[0]
     _joint_transforms_lanes(screw_axes, home_R, home_p, q, R, p, R1, p1, tmp[0].reshape((6, LANES)))
     _world_poses_lanes(parents, R, p, oR, op)
     GV = tmp[0]
     pa = tmp[1]
+    Dinv = tmp[2, :LANES]
     # pass 1, root to leaves: twists, velocity-product accelerations, inertias and bias forces
     for i in range(nb):
         j = parents[i]
@@ -542,7 +543,7 @@ def aba_lanes(parents, screw_axes, home_R, home_p, phi, joint_terms, base_accel,
             if Di[l] == 0.0:
                 singular[l] = True
         if j >= 0:
-            _articulated_lanes(IA[i], U[i], Di, u[i], c[i], pA[i], pa)
+            _articulated_lanes(IA[i], U[i], Di, u[i], c[i], pA[i], Dinv, pa)
             _add_lanes(pa, pA[j])
             _add_lanes(IA[i], IA[j])
     # pass 3, root to leaves: accelerations (the root's is the base acceleration -g)
@@ -591,18 +592,21 @@ def _subtract_friction_lanes(viscous, coulomb, vi, ui):
 
 
 @njit(cache=True, error_model="numpy")
-def _articulated_lanes(IAi, Ui, Di, ui, ci, pAi, pa):
-    """aba pass 2, a child's share: IA -= U U^T / D (in place), pa = pA + U u / D + IA c, per lane.
+def _articulated_lanes(IAi, Ui, Di, ui, ci, pAi, Dinv, pa):
+    """aba pass 2, a child's share: IA -= (U U^T) (1 / D) (in place), pa = pA + (U u) (1 / D) + IA c, per
+    lane; Dinv (L): scratch.
     (Loops over row slices: LLVM vectorizes these, not the same loops over offsets of whole rows.)
     IA is symmetric bit for bit (spatial_inertia_into builds it so, sums and this update keep it, as
     U_r U_k = U_k U_r exactly): the upper triangle is computed as aba.aba computes it, the lower copied."""
+    for l in range(LANES):
+        Dinv[l] = 1.0 / Di[l]
     for r in range(6):
         U_r = Ui[r * LANES:(r + 1) * LANES]
         for k in range(r, 6):
             IA_rk = IAi[(6 * r + k) * LANES:(6 * r + k + 1) * LANES]
             U_k = Ui[k * LANES:(k + 1) * LANES]
             for l in range(LANES):
-                IA_rk[l] -= U_r[l] * U_k[l] / Di[l]
+                IA_rk[l] -= (U_r[l] * U_k[l]) * Dinv[l]
     for r in range(1, 6):
         for k in range(r):
             lower = IAi[(6 * r + k) * LANES:(6 * r + k + 1) * LANES]
@@ -622,7 +626,7 @@ def _articulated_lanes(IAi, Ui, Di, ui, ci, pAi, pa):
         I4 = IAi[(6 * r + 4) * LANES:(6 * r + 5) * LANES]
         I5 = IAi[(6 * r + 5) * LANES:(6 * r + 6) * LANES]
         for l in range(LANES):
-            out[l] = (pA_r[l] + U_r[l] * ui[l] / Di[l] + I0[l] * c0[l] + I1[l] * c1[l] + I2[l] * c2[l]
+            out[l] = (pA_r[l] + (U_r[l] * ui[l]) * Dinv[l] + I0[l] * c0[l] + I1[l] * c1[l] + I2[l] * c2[l]
                       + I3[l] * c3[l] + I4[l] * c4[l] + I5[l] * c5[l])
 
 
@@ -685,7 +689,7 @@ def aba_batch(parents, screw_axes, home_R, home_p, phi, joint_terms, base_accel,
         D = np.empty((nb, LANES))
         u = np.empty((nb, LANES))
         A = np.empty((nb, 6 * LANES))
-        tmp = np.empty((2, 6 * LANES))
+        tmp = np.empty((3, 6 * LANES))
         R1 = np.empty((3, 3))
         p1 = np.empty(3)
         qL = np.empty((nb, LANES))
