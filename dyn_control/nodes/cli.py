@@ -59,11 +59,11 @@ STOPPED_STATES = {1: "unconfigured", 2: "inactive", 4: "finalized"}   # a deacti
 PR_SET_PDEATHSIG = 1
 FATAL_EXIT_CODE = 3          # a node reported a fatal error on /diagnostics (FatalReports)
 ANNOUNCEMENT_PERIOD_NS = 250_000_000   # the bringup participant's announcements (Fast DDS default: 3 s)
-# [s] from the node processes' start to the controllers' activation with Fast DDS: its default
-# announcement period (3 s) and a margin. A participant hears of those that were there before it at
-# their next announcement, and its discovery then stalls every subscription of its process for up to
-# hundreds of ms (README, "Joint states late in transit"): over before the loop runs
-DISCOVERY_SETTLE = 3.2
+# [s] from a controller's joining the graph to its activation with Fast DDS. A participant hears of
+# those that were there before it at their next announcement (every 3 s by default), and its
+# discovery then stalls every subscription of its process for up to 0.34 s (README, "Joint states
+# late in transit"): measured up to 3.1 s after the controller's node appeared, so over by 3.45 s
+DISCOVERY_SETTLE = 3.5
 PROFILES_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
 FAST_ANNOUNCEMENTS_PROFILE = f"""<?xml version="1.0" encoding="UTF-8"?>
 <dds xmlns="http://www.eprosima.com">
@@ -277,16 +277,18 @@ class FatalReports:
 
 
 def discovery_settle():
-    """[s] from a controller's process start to its activation: DISCOVERY_SETTLE with Fast DDS (the
-    default RMW), none with another RMW. The launch files wait it too."""
+    """[s] from a controller's joining the graph to its activation: DISCOVERY_SETTLE with Fast DDS
+    (the default RMW), none with another RMW. The launch files wait it from the controller's
+    configure, autostart from rclpy.init."""
     fast_dds = os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps")
     return DISCOVERY_SETTLE if fast_dds else 0.0
 
 
 def _discovery_settle(children):
-    """[s] still to wait before activating the controllers (discovery_settle from the node processes'
-    start)."""
-    return max(0.0, max(child.spawned for child in children) + discovery_settle() - time.monotonic())
+    """[s] still to wait before activating the controllers: discovery_settle from the moment the last
+    node joined the graph (its lifecycle service found; a process's start was 0.6-1.0 s earlier, the
+    imports)."""
+    return max(0.0, max(child.discovered for child in children) + discovery_settle() - time.monotonic())
 
 
 @contextlib.contextmanager
@@ -324,7 +326,7 @@ class _NodeProcess:
         # its own process group: a Ctrl-C reaches this process, which stops the nodes in order;
         # and it ends with this process, however that ends
         self.process = subprocess.Popen(command, start_new_session=True, preexec_fn=_end_with_parent)
-        self.spawned = time.monotonic()
+        self.discovered = None          # time.monotonic() when its lifecycle service was first found
         self.state = "unconfigured"
 
     def connect(self, node):
@@ -368,6 +370,8 @@ def transition(nodes, transition, everyone, stop=None):
         for child, future in list(pending.items()):
             if future is None:
                 if child.client.service_is_ready():
+                    if child.discovered is None:
+                        child.discovered = time.monotonic()
                     pending[child] = child.client.call_async(request)
                     asked[child] = (time.monotonic(), None)
             elif future.done():
