@@ -4,7 +4,7 @@
         [joint_states_topic:=joint_states]
 
 Both nodes are lifecycle nodes: this file configures them at start-up and activates each one once it
-is inactive, the controller with Fast DDS 3.5 s later (cli.discovery_settle: README, "Joint states
+is inactive, the controller with Fast DDS 4 s later (cli.discovery_settle: README, "Joint states
 late in transit"; the simulator holds the robot still until the controller's first command, so the
 order does not matter). config: a ROS 2 parameter file with `dyn_controller` and `dyn_simulator` entries;
 default: the package's config/demo.yaml, keyed `/**/dyn_controller` and `/**/dyn_simulator` so that

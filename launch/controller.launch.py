@@ -9,7 +9,7 @@ with interface_name: effort).
 description_file: a URDF, or a xacro file (processed with the xacro module; xacro_args:="name:=value
 ..." are passed to it); its XML becomes the robot_description parameter. config: a ROS 2 parameter
 file with a dyn_controller entry (default: the package's config/controller.yaml). autostart: drive
-the lifecycle to active (configure, then activate, with Fast DDS 3.5 s later: README, "Joint states
+the lifecycle to active (configure, then activate, with Fast DDS 4 s later: README, "Joint states
 late in transit"); false leaves the node unconfigured for a
 lifecycle manager or `ros2 lifecycle set /dyn_controller configure`. namespace: the node's namespace
 (the config's `/**/dyn_controller` entry applies there, and relative topics resolve in it).

@@ -158,7 +158,7 @@ PARAMETERS = (
     Param("realtime.spin_us", 200.0, "number", "activate",
           "the loop thread spins (instead of sleeping) this long before each deadline [us]", 0.0, 100000.0),
     Param("autostart", False, "bool", "configure",
-          "configure and activate right after start-up (activate no earlier than 3.5 s after it with Fast DDS)"),
+          "configure and activate right after start-up (activate no earlier than 4 s after it with Fast DDS)"),
     Param("control.mode", "joint", "string", "activate",
           "the control law: joint (computed torque on the joint reference) | cartesian_impedance (trees only)"),
     Param("control.frame", "", "string", "configure",
