@@ -7,19 +7,18 @@ PIP    := $(PY) -m pip
 # DDS discovery never leaves this machine, for every command below.
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 CONTROL_MSGS_STAMP := $(VENV)/.installed-control-msgs
 CONTROL_MSGS_BUILD := build/control_msgs
 CMAKE ?= cmake
-# the loop kernels compiled into the Numba cache (as setup.py's install step does for an installed
-# copy), so that the nodes of the demo and of the suite start in seconds; again, into an emptied
-# cache, after a change of the sources: Numba keys a function's cache entry on its own file only, so
-# a tick compiled before a change of a kernel it calls from another module would be loaded stale.
-# The stamp lives in the cache it stands for.
-KERNELS_STAMP := $(NUMBA_CACHE_DIR)/.dyn_control-compiled
+# the kernels compiled into the package's kernel cache (dyn_control/__kernel_cache__, which every
+# entry point finds: dyn_control/kernel_cache.py), as setup.py's install step does for an installed
+# copy, so that the nodes of the demo and of the suite start in seconds. After an edit only what the
+# edit touched compiles again (entries are keyed on the content of everything they were built from).
+KERNEL_CACHE  := $(shell $(PYTHON) -c "import os; print(os.environ.get('NUMBA_CACHE_DIR') or 'dyn_control/__kernel_cache__')")
+KERNELS_STAMP := $(KERNEL_CACHE)/.compiled
 SOURCES := $(shell find dyn_control -name '*.py')
 
 .PHONY: demo test test-nojit bench install control-msgs clean
@@ -58,8 +57,6 @@ $(TEST_STAMP): $(RUN_STAMP) $(CONTROL_MSGS_STAMP) requirements/test.txt
 	touch $@
 
 $(KERNELS_STAMP): $(RUN_STAMP) $(SOURCES)
-	rm -rf $(NUMBA_CACHE_DIR)
-	mkdir -p $(NUMBA_CACHE_DIR)
 	$(VENV)/bin/dyn-control compile
 	touch $@
 
@@ -82,4 +79,4 @@ bench: $(TEST_STAMP) $(KERNELS_STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .numba_cache demo_output build install log
+	rm -rf $(VENV) dyn_control/__kernel_cache__ demo_output build install log

@@ -22,12 +22,13 @@ def tree(folder):
 
 def compile_kernels(package_root, prefix=None):
     """After an install (or develop): `dyn-control compile` on the copy in `package_root` (the folder
-    holding dyn_control/), so that its nodes start with the loop kernels in the Numba cache. The
-    cache is the one that copy uses at run time with the same environment: NUMBA_CACHE_DIR when
-    set, else __pycache__ next to its modules (Numba's own choice). `prefix`: the install prefix,
-    for the ament index (where the bundled robots are found). DYN_CONTROL_COMPILE: unset or "all",
-    every kernel; "none", skip; else names of `dyn-control compile` (e.g. "simulator"). A failure
-    is a warning: the nodes then compile at their first start."""
+    holding dyn_control/), so that its nodes start with their kernels compiled. They go to that copy's
+    kernel cache (dyn_control/__kernel_cache__ beside its modules, or NUMBA_CACHE_DIR when set:
+    dyn_control/kernel_cache.py), which every entry point of that copy reads, also where the install
+    tree is read-only at run time. `prefix`: the install prefix, for the ament index (where the
+    bundled robots are found). DYN_CONTROL_COMPILE: unset or "all", every kernel; "none", skip; else
+    names of `dyn-control compile` (e.g. "simulator"). A failure is a warning: the nodes then compile
+    at their first start."""
     names = os.environ.get("DYN_CONTROL_COMPILE", "all").replace(",", " ").split()
     if names == ["none"]:
         return
@@ -38,7 +39,7 @@ def compile_kernels(package_root, prefix=None):
     # run from package_root: the copy compiled is the one there, not a checkout in the current folder
     if subprocess.run(command, cwd=package_root, env=env).returncode != 0:
         print("WARNING: compiling the loop kernels failed (see above): the nodes will compile them at their "
-              "first start (about a minute); run `dyn-control compile` to do it beforehand", file=sys.stderr)
+              "first start; run `dyn-control compile` to do it beforehand", file=sys.stderr)
 
 
 class InstallAndCompile(install):

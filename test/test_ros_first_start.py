@@ -187,7 +187,9 @@ def test_progress_counts_the_functions_numba_compiles_and_not_its_cache_loads(mo
         time.sleep(0.05)
     assert compiles.count == len(slow_to_compile.signatures) == 1
     assert compiles.latest.endswith("slow_to_compile")
-    assert lines and lines[-1].startswith("test: ") and "compiled 1 functions" in lines[-1]
+    # at once: that it compiles, roughly for how long and how to avoid it; then the progress
+    assert "compiling them now" in lines[0] and "dyn-control compile" in lines[0]
+    assert lines[-1].startswith("test: ") and "compiled 1 functions" in lines[-1]
     lines.clear()
     time.sleep(0.05)
     assert lines == []                        # no report once out of the block
@@ -220,12 +222,19 @@ print(json.dumps({"package": dyn_control.__file__, "config": config_dir(), "stat
 """
 
 
+def _read_only_mount_works():
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind / / 2>/dev/null && mount -o remount,bind,ro / "
+                            "/ && true"], capture_output=True)
+    return probe.returncode == 0
+
+
 def test_the_install_step_fills_the_cache_that_the_installed_nodes_use(tmp_path):
     """`setup.py install` (as colcon build runs it) of a copy of the sources: its compile step (the
     simulator's kernels only here, DYN_CONTROL_COMPILE: about 30 s of CPU) puts them in the
-    installed copy's Numba cache (no NUMBA_CACHE_DIR: __pycache__ beside the installed modules),
-    and a node process of the installed copy then preloads and configures the demo's simulator with
-    no compile at all."""
+    installed copy's kernel cache (no NUMBA_CACHE_DIR: __kernel_cache__ beside the installed
+    modules), and a node process of the installed copy then preloads and configures the demo's
+    simulator with no compile at all; so it does where the install tree is read-only at run time
+    (a read-only bind mount, where the platform allows one), its user cache left empty."""
     prefix, build = tmp_path / "install", tmp_path / "build"
     build.mkdir()
     env = {name: value for name, value in os.environ.items() if name not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
@@ -248,3 +257,18 @@ def test_the_install_step_fills_the_cache_that_the_installed_nodes_use(tmp_path)
     assert result["package"].startswith(str(site)) and result["config"].startswith(str(prefix))
     assert result["state"] == "inactive"
     assert result["compiled"] == []
+    if not _read_only_mount_works():
+        print("read-only install tree not tried: this platform refuses a private read-only bind mount (unshare -m)")
+        return
+    user_cache = tmp_path / "user_cache"
+    read_only = (f"mount --bind {prefix} {prefix} && mount -o remount,bind,ro {prefix} && "
+                 f"exec {sys.executable} -c \"$NODE\"")
+    node = subprocess.run(["unshare", "-m", "sh", "-c", read_only], cwd=tmp_path, capture_output=True, text=True,
+                          env=dict(env, NODE=INSTALLED_NODE, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(prefix),
+                                   XDG_CACHE_HOME=str(user_cache)), timeout=600)
+    assert node.returncode == 0, node.stderr
+    result = json.loads(node.stdout.strip().splitlines()[-1])
+    assert result["state"] == "inactive"
+    assert result["compiled"] == []
+    written = [name for _, _, files in os.walk(user_cache) for name in files]
+    assert written == []

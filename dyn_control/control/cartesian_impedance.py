@@ -27,7 +27,7 @@ Everything here is @njit on arrays, composed by the controller's tick (tick.py).
 """
 import math
 
-from numba import njit
+from ..jit import njit
 
 from ..kernels.task_space import project_to_nullspace, rotation_log
 

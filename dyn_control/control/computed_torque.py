@@ -9,7 +9,7 @@ ComputedTorque is the law from Python; the compiled ticks compose tracking_accel
 braking_acceleration with the same inverse dynamics (tick.py, closed_chain_tick.py).
 """
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..dynamics import as_vector, non_finite_error, rnea
 from .checks import as_gain, copy_out, require_finite

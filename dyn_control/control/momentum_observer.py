@@ -26,7 +26,7 @@ K_O dt the integral form above.
 import math
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..dynamics import as_vector, check_model_data, coriolis_matrix, crba, jacobian, rnea
 from ..kernels.cholesky import cholesky_solve

@@ -23,7 +23,7 @@ requested. The joint terms keep 3 x 3 sums per joint.
 import math
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..derivatives import regressor
 from ..dynamics import as_vector

@@ -3,7 +3,7 @@ about a centre (amplitude zero: hold a point), or a point the caller wrote (traj
 trajectories into q_d, v_d, a_d); the joints not controlled follow their measured state."""
 import math
 
-from numba import njit
+from ..jit import njit
 
 
 @njit(cache=True, nogil=True)

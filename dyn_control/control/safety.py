@@ -27,7 +27,7 @@ Torque-rate limit. Every command differs from the previous one by at most `max_s
 require: they refuse torque discontinuities).
 """
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..kernels.inputs import all_finite
 from .flags import (S_ANCHOR, S_ANCHORS, S_BLEND_SPAN, S_BLEND_SPEED, S_BLEND_START, S_BLEND_TIME, S_BLENDING,

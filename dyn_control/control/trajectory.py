@@ -24,7 +24,7 @@ only, and numpy nothing that grows with the number of points.
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 
 class InvalidJoints(ValueError):

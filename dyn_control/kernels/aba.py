@@ -10,7 +10,7 @@ but through D_i), and the friction torque F_v v_i + F_c sgn_s(v_i) is known from
 leaves the joint's torque: u_i = tau_i - friction_i - S_i^T pA_i. ABA then solves
 (M + diag(I_a)) a = tau - C v - g - friction.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
                        motion_to_parent, phi_to_parent_add, spatial_inertia_into)

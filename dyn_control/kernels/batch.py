@@ -37,8 +37,9 @@ their scheduling (bit for bit), differs from a serial sum only by the order of t
 memory is W partials whatever the number of samples.
 """
 import numpy as np
-from numba import njit, prange, uint64
+from numba import prange, uint64
 
+from ..jit import njit
 from .inputs import all_finite
 from .joint_terms import (ARMATURE, COULOMB, VISCOUS, add_joint_derivatives, has_terms, joint_regressor,
                           smooth_sign)

@@ -1,7 +1,7 @@
 """Cholesky factorization and solves of small symmetric positive definite systems, in place."""
 import math
 
-from numba import njit
+from ..jit import njit
 
 
 @njit(cache=True, nogil=True)

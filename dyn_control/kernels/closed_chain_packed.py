@@ -3,7 +3,7 @@ compiled closed-chain call shares (the simulator's step, the controller's tick),
 layouts so the field numbers below hold in both, and `close_packed`, which completes the tree state
 from the actuated one (loop_closure.close, completion_jacobian, tree_motion).
 """
-from numba import njit
+from ..jit import njit
 
 from .loop_closure import CLOSED, close, completion_jacobian, tree_motion
 from .packed import copy_model, field1, field2, field3, field_indices

@@ -26,7 +26,7 @@ The contacts' terms come from kernels/contact.py: the sides' world Jacobians and
 (add_force_torque_derivatives). An entry kernel returns the forward kernel's verdict when it is not
 OK (SINGULAR: the NumPy path decides), FAILED when a result is not finite.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import cross_force, cross_motion
 from . import entry as _e

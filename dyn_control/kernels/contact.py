@@ -9,7 +9,7 @@ A_b = sum_{k <= b} (S_k a_k + (V_k x S_k) v_k) (no gravity) of body b then have,
     dA_b/dq_k = S_k x (A_b - A_parent(k)) + (V_parent(k) x S_k) x (V_b - V_parent(k))
     dA_b/dv_k = S_k x (V_b - V_parent(k)) + V_k x S_k,        dV_b/dv_k = dA_b/da_k = S_k.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import cross_force, cross_motion, dot6, motion_to_parent
 from .inputs import all_finite

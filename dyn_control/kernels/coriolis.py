@@ -7,7 +7,7 @@ those of Jdot_k are psi_j = oV_j x oS_j, so for a support a of body d (a = d all
     C[a, d] = oS_a . (Ic_d psi_d + Bc_d oS_d),   C[d, a] = (Ic_d oS_d) . psi_a + (Bc_d^T oS_d) . oS_a
 with Ic_d, Bc_d the sums of I_k, B_k over the subtree of d.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import body_coriolis, cross_motion, dot6, motion_to_parent, phi_to_parent_add, spatial_inertia_into
 from .inputs import all_finite

@@ -3,7 +3,7 @@
 Worked in the root frame, as Pinocchio does: composite inertias then sum without transforms, and
 M[j, i] = oS_j . (oIc_i oS_i) for every support j of body i costs one dot product.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import dot6, inertia_times, motion_to_parent, phi_to_parent_add
 from .inputs import all_finite

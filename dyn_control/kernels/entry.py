@@ -20,7 +20,7 @@ every field present (a LargeData allocates some on first use, outside the buffer
 nv; then it returns the algorithm's verdict. Anything but OK sends the public function to its checked
 path, which names the problem (dynamics.py).
 """
-from numba import njit
+from ..jit import njit
 
 from .aba import aba as _aba
 from .coriolis import coriolis_matrix as _coriolis_matrix

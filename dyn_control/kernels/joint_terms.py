@@ -16,7 +16,7 @@ callers (finite v, a).
 """
 import math
 
-from numba import njit
+from ..jit import njit
 
 from .inputs import all_finite
 

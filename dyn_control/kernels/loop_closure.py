@@ -19,7 +19,7 @@ Every function works on preallocated arrays; `close` and `tree_motion` are what 
 """
 import math
 
-from numba import njit
+from ..jit import njit
 
 from ..spatial import cross_motion, motion_to_child, motion_to_parent
 from .kinematics import joint_transforms, world_poses

@@ -3,7 +3,7 @@
 For the few-by-few systems of a closed chain (the passive block of the loop-closure Jacobian, the
 reduced mass matrix), where NumPy's solvers would allocate on every call.
 """
-from numba import njit
+from ..jit import njit
 
 
 @njit(cache=True, nogil=True)

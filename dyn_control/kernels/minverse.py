@@ -16,7 +16,7 @@ Forward-dynamics derivatives: with a = FD(q, v, tau) and ID(q, v, FD(q, v, tau))
 Joint terms (kernels/joint_terms.py): the armature adds to D_i (M + diag(I_a) is inverted), the
 friction torque to the bias of forward dynamics and its derivative to d ID / d v.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import dot6, inertia_times, motion_to_parent, phi_to_parent_add, spatial_inertia_into
 from .inputs import all_finite

@@ -16,11 +16,13 @@ time). The buffer must therefore outlive its views: take them only of a kernel's
 an array the kernel allocates, and never return one to Python.
 """
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
+
+from ..jit import njit
 
 
 class Packed:
@@ -74,7 +76,7 @@ def _check_flat(flat):
         raise TypingError(f"view: flat must be a 1-D C-contiguous array, got {flat}")
 
 
-@overload(view, jit_options={"cache": True, "nogil": True, "_nrt": True})
+@overload(view, jit_options={"nogil": True, "_nrt": True})
 def _compiled_view(flat, start, shape):
     _check_flat(flat)
 
@@ -88,7 +90,7 @@ def _compiled_view(flat, start, shape):
     return impl
 
 
-@overload(int_view, jit_options={"cache": True, "nogil": True, "_nrt": True})
+@overload(int_view, jit_options={"nogil": True, "_nrt": True})
 def _compiled_int_view(flat, start, n):
     _check_flat(flat)
     if flat.dtype.bitwidth != 64:

@@ -8,7 +8,7 @@ With the tree moving as v = G dtheta_a, a = G ddtheta_a + a_bias (a_bias = Gdot 
 and, the tree torque being linear in the inertial parameters phi, tau_a = G^T Y(q, v, a) phi.
 Each function calls the tree kernel and projects; outputs go into the arrays given.
 """
-from numba import njit
+from ..jit import njit
 
 from .crba import crba
 from .regressor import regressor

@@ -10,7 +10,7 @@ Ixz, Iyz]: F_i = A_i phi_i with, for V_i = [w; u] and Vdot_i = [alpha; udot] (gr
 It reaches joint k (k supports i) as tau_k += S_k^T Ad*_{T_{k,i}^-1} F_i = (S_k in frame i) . F_i,
 so Y[k, 10 i: 10 i + 10] = s^T A_i with s = joint k's screw expressed in body i's frame.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import motion_to_child, motion_to_parent
 from .inputs import all_below, all_finite

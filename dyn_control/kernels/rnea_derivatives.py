@@ -27,7 +27,7 @@ Velocities: d v_k / d qd_j = s_j, d a_k / d qd_j = s_j x v_k - 2 beta_j, hence
     d tau_j / d qd_i = s_j . (Bc_i s_i - 2 Ic_i beta_i)                 for j supporting i, j != i.
 External forces are constant in their body's frame: they move rigidly and enter only through F.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import (cross_force, cross_motion, force_to_parent_add, inertia_times, motion_to_parent,
                        phi_to_parent_add)

@@ -16,7 +16,7 @@ finite, a matrix is not positive definite, or a result overflows.
 """
 import math
 
-from numba import njit
+from ..jit import njit
 
 from ..spatial import cross_motion, motion_to_parent
 from .cholesky import back_substitute, cholesky_factor, forward_substitute

@@ -35,7 +35,7 @@ and tau_i = s_i . F_i (eq. 5) gives, the rigid part cancelling against ds_i = ze
 and zero for joints in other branches. One pass down the tree and a walk up each body's supports:
 O(n d) dot products of 6-vectors for n bodies of depth d.
 """
-from numba import njit
+from ..jit import njit
 
 from ..spatial import compose_into, cross_motion, dot6, inertia_times
 from .inputs import all_finite

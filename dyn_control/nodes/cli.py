@@ -447,23 +447,39 @@ class _StatusThread:
             self.monitor.status(self.phase["name"], time.monotonic() - self.phase["since"])
 
 
-def compile_kernels(names=None):
+def compile_kernels(names=None, jobs=None):
     """Compile (or load) the kernels of the loops named (preload.LOADERS; default: every one) into
-    the Numba cache; prints the progress and the time."""
-    from .preload import LOADERS, progress
+    the kernel cache; prints the progress and the time. `jobs` processes (default: one per core, at
+    most one per loader) share the loaders, the longest first (preload.COMPILE_COST); they share the
+    cache too, so a kernel one of them saved is loaded by the others."""
+    from ..kernel_cache import cache_dirs
+    from .preload import COMPILE_COST, LOADERS, progress
     names = names or list(LOADERS)
     unknown = [name for name in names if name not in LOADERS]
     if unknown:
         print(f"compile: no kernels named {', '.join(unknown)}; choose among {', '.join(LOADERS)}", file=sys.stderr)
         return 2
+    jobs = min(jobs or os.cpu_count() or 1, len(names))
     start = time.perf_counter()
-    where = os.environ.get("NUMBA_CACHE_DIR") or "next to the modules (__pycache__)"
-    print(f"compiling the loop kernels ({', '.join(names)}) into the Numba cache: {where}", flush=True)
+    print(f"compiling the loop kernels ({', '.join(names)}) into the kernel cache {cache_dirs()[0]}"
+          + (f" in {jobs} processes" if jobs > 1 else ""), flush=True)
+    if jobs > 1:
+        shares = [[] for _ in range(jobs)]
+        for name in sorted(names, key=lambda n: -COMPILE_COST[n]):     # longest first, to the least loaded
+            min(shares, key=lambda share: sum(COMPILE_COST[n] for n in share)).append(name)
+        workers = [subprocess.Popen([sys.executable, "-m", "dyn_control.nodes.cli", "compile", "--jobs", "1", *share])
+                   for share in shares]
+        failed = [name for worker, share in zip(workers, shares) if worker.wait() != 0 for name in share]
+        if failed:
+            print(f"compile: failed for {', '.join(failed)} (see above)", file=sys.stderr)
+            return 1
+        print(f"all done in {time.perf_counter() - start:.1f} s", flush=True)
+        return 0
     with progress(lambda line: print(line, flush=True), "compiling") as compiles:
         for name in names:
             LOADERS[name]()
-    print(f"done in {time.perf_counter() - start:.1f} s ({compiles.count} functions compiled, the rest loaded "
-          f"from the cache)", flush=True)
+    print(f"done in {time.perf_counter() - start:.1f} s ({', '.join(names)}: {compiles.count} functions compiled, "
+          "the rest loaded from the cache)", flush=True)
     return 0
 
 
@@ -479,8 +495,10 @@ def main(argv=None):
                     "(/**/dyn_controller:); default /")
     compile_args = commands.add_parser("compile", help="compile the loops' kernels into the Numba cache (ahead of "
                                        "a first configure; the install step does it)")
-    compile_args.add_argument("kernels", nargs="*", metavar="KERNELS", help="some of controller, simulator, "
-                              "closed_chain_controller, closed_chain_simulator (default: all)")
+    compile_args.add_argument("kernels", nargs="*", metavar="KERNELS", help="some of dynamics, controller, "
+                              "simulator, closed_chain_controller, closed_chain_simulator (default: all)")
+    compile_args.add_argument("--jobs", type=int, default=None, help="processes compiling at once (default: one "
+                              "per core)")
     commands.add_parser("faults", help="the controller under injected faults (outages of its joint states, a "
                         "paused process, deactivate and shutdown), judged from outside")
     demo_args = commands.add_parser("demo", help="closed-loop demo on the bundled 7-DoF arm or spherical five-bar")
@@ -512,7 +530,9 @@ def main(argv=None):
             parser.error(f"no such file: {args.config}")
         return bringup(os.path.abspath(args.config), args.duration, namespace="/" + args.namespace.strip("/"))
     if args.command == "compile":
-        return compile_kernels(args.kernels)
+        if args.jobs is not None and args.jobs < 1:
+            parser.error("--jobs must be at least 1")
+        return compile_kernels(args.kernels, args.jobs)
     if args.command == "faults":
         from .faults import main as faults
         return faults()

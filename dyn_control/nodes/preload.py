@@ -22,6 +22,7 @@ import numpy as np
 from numba.core import event
 
 PROGRESS_PERIOD = 10.0      # [s] between the progress lines of a long load
+COMPILE_ESTIMATE = "up to a minute on a 2-core machine"     # a node's loop into an empty cache (make bench)
 
 
 def dynamics_kernels():
@@ -61,7 +62,8 @@ def dynamics_kernels():
 def controller_kernels(closed_chain=False):
     """The controller's loop: the tick kernel with every branch (a tree's, or the five-bar's for a
     closed chain), the joint-state parser, the rcl calls of its taking and publishing; the parsing
-    and building of trajectories, and the fourier reference."""
+    and building of trajectories, the fourier reference, and a Cartesian target's pose (its
+    quaternion, its frame's pose)."""
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
@@ -81,9 +83,12 @@ def controller_kernels(closed_chain=False):
         mapping = load_mapping("five_bar", model)
         ClosedChainTick(model, mapping, mapping.active_indices, "end_effector", 2).warm_up()
     else:
-        from ..dynamics import gravity
+        from ..dynamics import frame_pose, gravity
+        from ..task_space import quaternion_to_rotation
         ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
         gravity(model, model.create_data(), np.zeros(nv))      # the rate limit's seed (controller.py)
+        quaternion_to_rotation(np.array([0.0, 0.0, 0.0, 1.0]))  # ~/target_pose (controller.py)
+        frame_pose(model, model.create_data(), np.zeros(nv), model.frame_names[-1])
     trajectory_input.warm_up()
     fourier.warm_up()
     rcl_io.preload()
@@ -91,7 +96,8 @@ def controller_kernels(closed_chain=False):
 
 def simulator_kernels(closed_chain=False):
     """The simulator's step with and without an external wrench (the builtin one on a tree, the
-    five-bar's for a closed chain), the command parser, the clamp and divergence checks, the rcl calls."""
+    five-bar's for a closed chain), a payload's inertia, the command parser, the clamp and divergence
+    checks, the rcl calls."""
     from rclpy.serialization import serialize_message
     from std_msgs.msg import Float64MultiArray
 
@@ -111,6 +117,7 @@ def simulator_kernels(closed_chain=False):
         simulator.step(np.zeros(model.nv), np.zeros(6), "end_effector")
     else:
         model = load_urdf(bundled_urdf("arm7"))
+        model.with_payload(model.frame_names[-1], 1.0, [0.0, 0.0, 0.1], np.eye(3) * 1e-3)   # payload.*
         simulator = BuiltinSimulator(model, 1e-3)
         simulator.step(np.zeros(model.nv))
         simulator.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
@@ -119,6 +126,11 @@ def simulator_kernels(closed_chain=False):
     diverged_joint(np.zeros(1), np.zeros(1), np.zeros(1), 1.0, 1e-3)
     rcl_io.preload()
 
+
+# the CPU time of each loader into an empty cache of its own (make bench: bench_compile.py), in
+# seconds: `dyn-control compile` gives the longest first to the least loaded of its processes
+COMPILE_COST = {"dynamics": 132.0, "controller": 94.0, "simulator": 32.0, "closed_chain_controller": 75.0,
+                "closed_chain_simulator": 46.0}
 
 # what `dyn-control compile` can load, by name: every one by default
 LOADERS = {
@@ -131,25 +143,36 @@ LOADERS = {
 
 
 class _Compiles(event.Listener):
-    """Counts the functions Numba compiles in this process (a load from its cache is no compile)
-    and keeps the name of the latest."""
+    """Counts the functions Numba compiles in this process (a load from its cache is no compile),
+    keeps the name of the latest and calls first() at the first."""
 
-    def __init__(self):
+    def __init__(self, first):
         self.count = 0
         self.latest = None
+        self.first = first
 
     def on_start(self, ev):
+        if self.latest is None:
+            self.first()
         self.latest = ev.data["dispatcher"].py_func.__qualname__
 
     def on_end(self, ev):
         self.count += 1
 
 
+def _compiling_notice(what):
+    from ..kernel_cache import cache_dirs
+    return (f"{what}: the kernel cache ({cache_dirs()[0]}) lacks some of them: compiling them now, "
+            f"{COMPILE_ESTIMATE} (`dyn-control compile` after an install or an edit does this beforehand; "
+            "colcon build and make run it)")
+
+
 @contextlib.contextmanager
 def progress(report, what):
-    """Within: every PROGRESS_PERIOD seconds, report(line) says for how long `what` has been going
+    """Within: at the first function Numba compiles, report(line) says so at once, roughly for how
+    long and how to avoid it; then every PROGRESS_PERIOD seconds, for how long `what` has been going
     on and how many functions Numba has compiled so far. Yields the counter (its .count)."""
-    compiles = _Compiles()
+    compiles = _Compiles(lambda: report(_compiling_notice(what)))
     done = threading.Event()
     start = time.monotonic()
 

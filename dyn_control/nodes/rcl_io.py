@@ -21,8 +21,10 @@ import threading
 
 import numpy as np
 from llvmlite import ir
-from numba import cfunc, config, njit, types
+from numba import config, types
 from numba.extending import intrinsic
+
+from ..jit import cfunc, njit
 
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401      # nothing queued

@@ -17,7 +17,7 @@ the payload are aligned relative to its start, 4 bytes after the encapsulation h
 of doubles is its uint32 length (4-aligned) then, when not empty, the values 8-aligned.
 """
 import numpy as np
-from numba import njit
+from ..jit import njit
 from rclpy.serialization import serialize_message
 
 ENCAPSULATION = 4       # bytes of the CDR encapsulation header before the payload

@@ -44,7 +44,7 @@ Joint limits and effort limits are not simulated (clamp efforts in the controlle
 import math
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..control.checks import as_gain, as_scalar, require_finite
 from ..dynamics import as_vector, jacobian

@@ -12,7 +12,7 @@ never drift from the loop (the closure holds to the mapping's Newton tolerance).
 Needs a mapping whose loop_frames() describes its loop (the five-bar's does).
 """
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..control.checks import require_finite
 from ..dynamics import as_vector

@@ -1,0 +1,147 @@
+"""The kernel cache (dyn_control/kernel_cache.py): one location every entry point finds, entries
+keyed on the content of everything they were built from, so that an edit recompiles what it touches
+and nothing else, and nothing stale is ever loaded.
+
+Each check runs in fresh processes, as a user's commands do; compiles are counted with Numba's own
+compile events (a load from the cache is none).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+import dyn_control as dc
+from dyn_control.nodes.preload import LOADERS
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARM = os.path.join(REPOSITORY, "config", "urdf", "arm7.urdf")
+
+# a user's script: gravity, rnea and crba on the bundled arm; prints the results and the names of
+# the functions Numba compiled
+SCRIPT = r"""
+import json, sys
+import numpy as np
+from numba.core import event
+
+class Compiles(event.Listener):
+    names = []
+    def on_start(self, ev):
+        self.names.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Compiles())
+import dyn_control as dc
+model = dc.load_urdf(sys.argv[1])
+data = model.create_data()
+q = np.linspace(-1.0, 1.0, model.nv)
+g = dc.gravity(model, data, q)
+tau = dc.rnea(model, data, q, 0 * q, 0 * q)
+M = dc.crba(model, data, q)
+print(json.dumps({"package": dc.__file__, "g": g.tolist(), "rnea": tau.tolist(), "M": M.tolist(),
+                  "compiled": Compiles.names}))
+"""
+
+
+def _clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH", "NUMBA_DISABLE_JIT")}
+    env.update(extra)
+    return env
+
+
+def _run_script(cwd, env):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, ARM], cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_an_edit_recompiles_every_caller_in_any_module_and_nothing_else(tmp_path):
+    """A copy of the package with its own cache: the public gravity (entry kernel in kernels/entry.py
+    calling the gravity kernel of kernels/rnea.py) is compiled once; then the gravity kernel's
+    arithmetic changes (its torques doubled) in rnea.py only. In a new process gravity computes the
+    new result (entry.gravity and rnea.gravity compiled again), while rnea's and crba's kernels (rnea
+    in the same file, not calling the changed one) load from the cache. The results are checked
+    against Pinocchio-free identities: g(q) = rnea(q, 0, 0) before the edit, 2 g after."""
+    root = tmp_path / "copy"
+    shutil.copytree(os.path.join(REPOSITORY, "dyn_control"), root / "dyn_control",
+                    ignore=shutil.ignore_patterns("__pycache__", "__kernel_cache__"))
+    env = _clean_env(PYTHONPATH=str(root))
+    first = _run_script(tmp_path, env)
+    assert first["package"].startswith(str(root))
+    assert {"gravity", "rnea", "crba"} <= set(first["compiled"])
+    np.testing.assert_allclose(first["g"], first["rnea"], rtol=0, atol=1e-12)
+    again = _run_script(tmp_path, env)
+    assert again["compiled"] == [] and again["g"] == first["g"]       # nothing changed: all from the cache
+
+    kernel = root / "dyn_control" / "kernels" / "rnea.py"
+    source = kernel.read_text()
+    edited = source.replace("        g[i] = (S[0] * F[i, 0]", "        g[i] = 2.0 * (S[0] * F[i, 0]")
+    assert edited != source, "the gravity kernel's line to edit was not found"
+    kernel.write_text(edited)
+    after = _run_script(tmp_path, env)
+    np.testing.assert_allclose(after["g"], 2.0 * np.array(first["g"]), rtol=1e-14, atol=1e-14)
+    assert after["rnea"] == first["rnea"] and after["M"] == first["M"]
+    assert "gravity" in after["compiled"]                  # the kernel, and the entry kernel calling it
+    assert after["compiled"].count("gravity") >= 2
+    assert "rnea" not in after["compiled"] and "crba" not in after["compiled"]
+
+    kernel.write_text(source)                              # back: the first version is compiled again
+    back = _run_script(tmp_path, env)
+    assert back["g"] == first["g"]
+    # only the latest version of each function is kept in the cache (older entries are removed)
+    index = [name for _, _, files in os.walk(root / "dyn_control" / "__kernel_cache__") for name in files
+             if name.startswith("rnea.gravity-") and name.endswith(".nbc")]
+    assert len(index) == 1, index
+
+
+def test_every_entry_point_finds_the_kernels_compiled_once(tmp_path):
+    """After one `dyn-control compile` (the Makefile's, which the suite ran), with no NUMBA_CACHE_DIR
+    and from another folder: a user's script, `dyn-control compile` itself (every node loop's
+    kernels, as the nodes preload them), each compile nothing."""
+    compiled = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dyn-control"), "compile", "--jobs", "1"],
+                              cwd=tmp_path, env=_clean_env(), capture_output=True, text=True, timeout=1800)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    assert f"{', '.join(LOADERS)}: 0 functions compiled" in compiled.stdout, compiled.stdout
+    assert os.path.join("dyn_control", "__kernel_cache__") in compiled.stdout     # it says where the cache is
+    script = _run_script(tmp_path, _clean_env())
+    assert script["package"] == dc.__file__
+    assert script["compiled"] == []
+
+
+def test_numba_cache_dir_wins_and_the_package_says_where(tmp_path):
+    from dyn_control import kernel_cache
+    folder = str(tmp_path / "explicit")
+    out = subprocess.run([sys.executable, "-c", "from dyn_control.kernel_cache import cache_dirs; print(cache_dirs())"],
+                         env=_clean_env(NUMBA_CACHE_DIR=folder), capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == repr((folder, (folder,)))
+    assert kernel_cache.cache_dirs()[0] in (kernel_cache.PACKAGE_CACHE, os.environ.get("NUMBA_CACHE_DIR"))
+
+
+def test_every_compiled_function_of_the_package_uses_the_kernel_cache():
+    """No module declares a cached kernel with Numba's own decorator (its cache would be keyed on
+    its own file only): every Dispatcher of the package caching at all caches in KernelCache."""
+    import importlib
+    import pkgutil
+
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+
+    from dyn_control.kernel_cache import KernelCache
+    modules = [m.name for m in pkgutil.walk_packages(dc.__path__, "dyn_control.")]
+    checked, offenders = 0, []
+    for module_name in modules:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:            # an optional dependency (rosbags, mujoco) absent
+            print(f"{module_name} not checked: {error}")
+            continue
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module_name:
+                checked += 1
+                if not isinstance(value._cache, (KernelCache, NullCache)):
+                    offenders.append(f"{module_name}.{value.py_func.__qualname__}")
+    assert checked > 200 and offenders == []
