@@ -39,6 +39,7 @@ from numba.core.targetconfig import ConfigStack
 PACKAGE = __name__.rpartition(".")[0]
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_CACHE = os.path.join(PACKAGE_DIR, "__kernel_cache__")
+STAMP = "content-keyed"     # every index's source stamp: freshness is in the keys, not in file stamps
 
 
 def user_cache():
@@ -155,9 +156,10 @@ def _hash_function(py_func, h, seen):
     scope = dict(py_func.__globals__)
     if py_func.__closure__:
         scope.update(zip(code.co_freevars, (cell.cell_contents for cell in py_func.__closure__)))
-    for name in sorted(_names(code)):
+    names = _names(code)
+    for name in sorted(names):
         if name in scope:
-            _hash_reference(name, scope[name], _names(code), h, seen)
+            _hash_reference(name, scope[name], names, h, seen)
 
 
 def _hash_reference(name, value, names, h, seen):
@@ -199,7 +201,7 @@ class _Locator(caching._CacheLocator):
         return self._cache_path
 
     def get_source_stamp(self):
-        return "content-keyed"
+        return STAMP
 
     def get_disambiguator(self):
         return "k"
@@ -215,12 +217,13 @@ class _Impl(caching.CompileResultCacheImpl):
 
 class _IndexFile(caching.IndexDataCacheFile):
     """Numba's index and data files, where saving the entry of a new version of a function's code
-    removes the entries (and data files) of its older versions (key[2]: the hashes of the bytecode,
-    of the closure's variables and the content digest)."""
+    removes the entries (and data files) of its older versions: those of the same closure variables
+    and inherited flags whose bytecode or content digest differ (key[2], KernelCache._index_key)."""
 
     def save(self, key, data):
         overloads = self._load_index()
-        stale = {k: name for k, name in overloads.items() if k[2][1] == key[2][1] and k[2] != key[2]}
+        stale = {k: name for k, name in overloads.items()
+                 if _version(k) != _version(key) and _variant(k) == _variant(key)}
         if stale:
             for k, name in stale.items():
                 del overloads[k]
@@ -230,6 +233,16 @@ class _IndexFile(caching.IndexDataCacheFile):
                     pass
             self._save_index(overloads)
         super().save(key, data)
+
+
+def _version(key):
+    """The code an entry was compiled from: the hashes of its bytecode and its content digest."""
+    return key[2][0], key[2][2]
+
+
+def _variant(key):
+    """What else an entry depends on: its closure variables and its inherited flags."""
+    return key[2][1], key[2][3]
 
 
 # the flags a compile inherits from its caller (numba.core.cpu.CPUTargetOptions.finalize): the flag,
@@ -253,10 +266,10 @@ class KernelCache(caching.FunctionCache):
     def __init__(self, py_func, options):
         self._options = options
         super().__init__(py_func)
-        self._cache_file = _IndexFile(self._cache_path, self._impl.filename_base, "content-keyed")
+        self._cache_file = _IndexFile(self._cache_path, self._impl.filename_base, STAMP)
         written, read = cache_dirs()
         self._fallbacks = [_IndexFile(os.path.join(folder, *py_func.__module__.split(".")),
-                                      self._impl.filename_base, "content-keyed")
+                                      self._impl.filename_base, STAMP)
                            for folder in read if folder != written]
 
     def _index_key(self, sig, codegen):

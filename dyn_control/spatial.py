@@ -7,6 +7,7 @@ kernels call in their hot loops (seed "Mathematics for Classical Dynamics": spat
 transforms and inertia; seed "Differential Dynamics and Mesh-Based Inertia", eqs. 1-5).
 """
 import numpy as np
+
 from .jit import njit
 
 _SMALL_ANGLE = 1e-6

@@ -14,9 +14,9 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def compiled_kernels():
-    """The nodes' loop kernels in the Numba cache (NUMBA_CACHE_DIR, shared with the node processes)
-    before the first node starts: with an empty cache a node's configure would compile them for a
-    minute, inside the time a test gives its nodes."""
+    """Every loader's kernels in the kernel cache (shared with the node processes) before the first
+    node starts: with an empty cache a node's configure would compile for a minute, inside the time a
+    test gives its nodes. After the Makefile's `dyn-control compile` this only loads them."""
     from dyn_control.nodes.cli import compile_kernels
     compile_kernels()
 

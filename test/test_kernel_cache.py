@@ -98,7 +98,7 @@ def test_an_edit_recompiles_every_caller_in_any_module_and_nothing_else(tmp_path
     assert len(index) == 1, index
 
 
-def test_every_entry_point_finds_the_kernels_compiled_once(tmp_path):
+def test_every_entry_point_finds_the_kernels_compiled_once(tmp_path, compiled_kernels):
     """After one `dyn-control compile` (the Makefile's, which the suite ran), with no NUMBA_CACHE_DIR
     and from another folder: a user's script, `dyn-control compile` itself (every node loop's
     kernels, as the nodes preload them), each compile nothing."""
@@ -110,6 +110,22 @@ def test_every_entry_point_finds_the_kernels_compiled_once(tmp_path):
     script = _run_script(tmp_path, _clean_env())
     assert script["package"] == dc.__file__
     assert script["compiled"] == []
+
+
+def test_a_kernel_compiled_for_callers_of_different_flags_keeps_both_entries(compiled_kernels):
+    """rnea's kernel is compiled without Numba's runtime for the public rnea (its entry kernel is
+    `_nrt=False`) and with it for the controller's tick: after `dyn-control compile` (the Makefile's)
+    the cache holds both, neither removed by the other's save, and a new process loads each."""
+    import pickle
+
+    from dyn_control.kernel_cache import cache_dirs
+    index = os.path.join(cache_dirs()[0], "dyn_control", "kernels", "rnea", "rnea.rnea-k.py311.nbi")
+    with open(index, "rb") as f:
+        pickle.load(f)                              # Numba's version
+        _, overloads = pickle.loads(f.read())
+    flags = {key[2][3].split(",")[0] for key in overloads}
+    assert flags == {"nrt=False", "nrt=True"}, flags
+    assert all(os.path.isfile(os.path.join(os.path.dirname(index), name)) for name in overloads.values())
 
 
 def test_numba_cache_dir_wins_and_the_package_says_where(tmp_path):

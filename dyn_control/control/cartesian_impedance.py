@@ -28,7 +28,6 @@ Everything here is @njit on arrays, composed by the controller's tick (tick.py).
 import math
 
 from ..jit import njit
-
 from ..kernels.task_space import project_to_nullspace, rotation_log
 
 

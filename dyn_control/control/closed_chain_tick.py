@@ -35,8 +35,8 @@ The joint-twist gradient is not available: it needs the loop closure's derivativ
 the joint twists. A tick allocates nothing.
 """
 import numpy as np
-from ..jit import njit
 
+from ..jit import njit
 from ..kernels.closed_chain_packed import (A_BIAS, ACTIVE, BASE_ACCEL, CHAIN_DIMS, DTHETA, G, HOME_P, HOME_R, K_P,
                                            OP, OR, OS, OV, P_, P_A, PARENTS, PASSIVE, PATH, PHI, PIVOTS, Q, R_,
                                            R_A, RHS, SCREW_AXES, SIGN, THETA, TMP6, V, COMPONENTS,

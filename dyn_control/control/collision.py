@@ -27,7 +27,6 @@ Every reaction's command passes the torque-rate limit like any other (safety.fin
 import math
 
 from ..jit import njit
-
 from .flags import (S_COLLIDED, S_COLLISION_ACCEL_GAIN, S_COLLISION_JOINT, S_COLLISION_LEVEL, S_COLLISION_TIME,
                     S_COLLISIONS, S_CONTACTS, S_DETECT_FROM, S_T)
 

@@ -9,9 +9,9 @@ ComputedTorque is the law from Python; the compiled ticks compose tracking_accel
 braking_acceleration with the same inverse dynamics (tick.py, closed_chain_tick.py).
 """
 import numpy as np
-from ..jit import njit
 
 from ..dynamics import as_vector, non_finite_error, rnea
+from ..jit import njit
 from .checks import as_gain, copy_out, require_finite
 
 SAFE_MODES = ("gravity", "zero")

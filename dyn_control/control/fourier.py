@@ -8,6 +8,7 @@ with period 2 pi / w_f; its velocity and acceleration in closed form.
 import math
 
 import numpy as np
+
 from ..jit import njit
 
 

@@ -26,9 +26,9 @@ K_O dt the integral form above.
 import math
 
 import numpy as np
-from ..jit import njit
 
 from ..dynamics import as_vector, check_model_data, coriolis_matrix, crba, jacobian, rnea
+from ..jit import njit
 from ..kernels.cholesky import cholesky_solve
 from .checks import as_gain, as_scalar, copy_out, require_finite
 

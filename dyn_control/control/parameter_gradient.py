@@ -23,10 +23,10 @@ requested. The joint terms keep 3 x 3 sums per joint.
 import math
 
 import numpy as np
-from ..jit import njit
 
 from ..derivatives import regressor
 from ..dynamics import as_vector
+from ..jit import njit
 from ..kernels.joint_terms import smooth_sign
 from ..model import PARAMETER_NAMES
 from .checks import as_scalar, copy_out, require_finite

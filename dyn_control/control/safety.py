@@ -27,8 +27,8 @@ Torque-rate limit. Every command differs from the previous one by at most `max_s
 require: they refuse torque discontinuities).
 """
 import numpy as np
-from ..jit import njit
 
+from ..jit import njit
 from ..kernels.inputs import all_finite
 from .flags import (S_ANCHOR, S_ANCHORS, S_BLEND_SPAN, S_BLEND_SPEED, S_BLEND_START, S_BLEND_TIME, S_BLENDING,
                     S_BRAKE_SPEED, S_BRAKING_FIRST, S_BRAKINGS_FIRST, S_ERROR_ANCHORS, S_ERROR_COUNT, S_ERROR_LIMIT,

@@ -56,8 +56,8 @@ Per tick:
 Flags and scalars are the entries of `s` (indices S_*). A tick allocates nothing.
 """
 import numpy as np
-from ..jit import njit
 
+from ..jit import njit
 from ..kernels.coriolis import coriolis_matrix
 from ..kernels.crba import crba
 from ..kernels.inputs import all_finite

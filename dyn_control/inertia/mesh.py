@@ -28,8 +28,8 @@ under- or overflows before the result is scaled back (m by size^3, h by size^4, 
 times the density); a result too large for float64 is a ValueError naming vertices and density.
 """
 import numpy as np
-from ..jit import njit
 
+from ..jit import njit
 from ..model import as_real_array
 from .parameters import check_physical_consistency
 

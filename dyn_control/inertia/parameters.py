@@ -15,8 +15,8 @@ The Python functions check their inputs and allocate; the `*_into` functions are
 that allocate nothing, for the real-time loop.
 """
 import numpy as np
-from ..jit import njit
 
+from ..jit import njit
 from ..spatial import phi_to_parent_add
 
 __all__ = [

@@ -11,7 +11,6 @@ leaves the joint's torque: u_i = tau_i - friction_i - S_i^T pA_i. ABA then solve
 (M + diag(I_a)) a = tau - C v - g - friction.
 """
 from ..jit import njit
-
 from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
                        motion_to_parent, phi_to_parent_add, spatial_inertia_into)
 from .inputs import all_finite

@@ -4,7 +4,6 @@ layouts so the field numbers below hold in both, and `close_packed`, which compl
 from the actuated one (loop_closure.close, completion_jacobian, tree_motion).
 """
 from ..jit import njit
-
 from .loop_closure import CLOSED, close, completion_jacobian, tree_motion
 from .packed import copy_model, field1, field2, field3, field_indices
 

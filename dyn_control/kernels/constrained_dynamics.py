@@ -20,8 +20,8 @@ The derivatives (kernels/constrained_dynamics_derivatives.py) call solve_constra
 (the entry kernels' bodies) and reuse the factors and rows they leave in the workspace.
 """
 import numpy as np
-from ..jit import njit
 
+from ..jit import njit
 from ..spatial import cross_force, dot6, inertia_times, phi_to_parent_add
 from . import entry as _e
 from .contact import world_motion, world_screws

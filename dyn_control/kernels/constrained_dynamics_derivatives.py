@@ -27,7 +27,6 @@ The contacts' terms come from kernels/contact.py: the sides' world Jacobians and
 OK (SINGULAR: the NumPy path decides), FAILED when a result is not finite.
 """
 from ..jit import njit
-
 from ..spatial import cross_force, cross_motion
 from . import entry as _e
 from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleration,

@@ -10,7 +10,6 @@ A_b = sum_{k <= b} (S_k a_k + (V_k x S_k) v_k) (no gravity) of body b then have,
     dA_b/dv_k = S_k x (V_b - V_parent(k)) + V_k x S_k,        dV_b/dv_k = dA_b/da_k = S_k.
 """
 from ..jit import njit
-
 from ..spatial import cross_force, cross_motion, dot6, motion_to_parent
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses

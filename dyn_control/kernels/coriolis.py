@@ -8,7 +8,6 @@ those of Jdot_k are psi_j = oV_j x oS_j, so for a support a of body d (a = d all
 with Ic_d, Bc_d the sums of I_k, B_k over the subtree of d.
 """
 from ..jit import njit
-
 from ..spatial import body_coriolis, cross_motion, dot6, motion_to_parent, phi_to_parent_add, spatial_inertia_into
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses

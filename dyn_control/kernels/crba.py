@@ -4,7 +4,6 @@ Worked in the root frame, as Pinocchio does: composite inertias then sum without
 M[j, i] = oS_j . (oIc_i oS_i) for every support j of body i costs one dot product.
 """
 from ..jit import njit
-
 from ..spatial import dot6, inertia_times, motion_to_parent, phi_to_parent_add
 from .inputs import all_finite
 from .kinematics import joint_transforms, world_poses

@@ -21,12 +21,11 @@ nv; then it returns the algorithm's verdict. Anything but OK sends the public fu
 path, which names the problem (dynamics.py).
 """
 from ..jit import njit
-
 from .aba import aba as _aba
 from .coriolis import coriolis_matrix as _coriolis_matrix
 from .crba import crba as _crba
-from .kinematics import forward_kinematics as _forward_kinematics
 from .joint_terms import add_armature, add_joint_derivatives, add_joint_torque, joint_regressor
+from .kinematics import forward_kinematics as _forward_kinematics
 from .kinematics import frame_jacobian as _frame_jacobian
 from .minverse import OK as MINV_OK
 from .minverse import aba_derivatives as _aba_derivatives

@@ -3,6 +3,7 @@ its inputs are not finite, and False after computing when its results are not (f
 overflow); the public wrapper turns that into a ValueError naming them (a loop over data already in
 cache costs far less than NumPy checks from Python)."""
 import numpy as np
+
 from ..jit import njit
 
 

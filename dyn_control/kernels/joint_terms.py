@@ -17,7 +17,6 @@ callers (finite v, a).
 import math
 
 from ..jit import njit
-
 from .inputs import all_finite
 
 ARMATURE, VISCOUS, COULOMB = 0, 1, 2  # columns of joint_terms

@@ -1,7 +1,7 @@
 """Forward kinematics and frame Jacobians."""
 import numpy as np
-from ..jit import njit
 
+from ..jit import njit
 from ..spatial import compose_into, motion_to_parent, screw_exp_into
 from .inputs import all_finite
 

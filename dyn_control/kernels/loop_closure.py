@@ -20,7 +20,6 @@ Every function works on preallocated arrays; `close` and `tree_motion` are what 
 import math
 
 from ..jit import njit
-
 from ..spatial import cross_motion, motion_to_child, motion_to_parent
 from .kinematics import joint_transforms, world_poses
 from .lu import lu_factor, lu_solve

@@ -17,7 +17,6 @@ Joint terms (kernels/joint_terms.py): the armature adds to D_i (M + diag(I_a) is
 friction torque to the bias of forward dynamics and its derivative to d ID / d v.
 """
 from ..jit import njit
-
 from ..spatial import dot6, inertia_times, motion_to_parent, phi_to_parent_add, spatial_inertia_into
 from .inputs import all_finite
 from .joint_terms import ARMATURE, add_joint_derivatives, friction, has_terms

@@ -9,7 +9,6 @@ and, the tree torque being linear in the inertial parameters phi, tau_a = G^T Y(
 Each function calls the tree kernel and projects; outputs go into the arrays given.
 """
 from ..jit import njit
-
 from .crba import crba
 from .regressor import regressor
 from .rnea import rnea

@@ -11,7 +11,6 @@ It reaches joint k (k supports i) as tau_k += S_k^T Ad*_{T_{k,i}^-1} F_i = (S_k 
 so Y[k, 10 i: 10 i + 10] = s^T A_i with s = joint k's screw expressed in body i's frame.
 """
 from ..jit import njit
-
 from ..spatial import motion_to_child, motion_to_parent
 from .inputs import all_below, all_finite
 from .kinematics import joint_transforms, world_poses

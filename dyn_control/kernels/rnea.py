@@ -1,7 +1,6 @@
 """Recursive Newton-Euler inverse dynamics, in body frames (seed "Differential Dynamics and
 Mesh-Based Inertia", eqs. 1-5)."""
 from ..jit import njit
-
 from ..spatial import cross_force, cross_motion, force_to_parent_add, inertia_times, motion_to_child
 from .inputs import all_finite
 from .kinematics import joint_transforms

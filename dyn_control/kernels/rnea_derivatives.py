@@ -28,7 +28,6 @@ Velocities: d v_k / d qd_j = s_j, d a_k / d qd_j = s_j x v_k - 2 beta_j, hence
 External forces are constant in their body's frame: they move rigidly and enter only through F.
 """
 from ..jit import njit
-
 from ..spatial import (cross_force, cross_motion, force_to_parent_add, inertia_times, motion_to_parent,
                        phi_to_parent_add)
 from .inputs import all_finite

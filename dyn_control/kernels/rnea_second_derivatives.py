@@ -21,7 +21,6 @@ is their dot product with psidd_s, psid_s, phi_s or S_s of the shallowest joint 
 the work is O(n d^2) for depth d; the Hessian symmetries fill the mirrored entries.
 """
 from ..jit import njit
-
 from ..spatial import (body_coriolis, cross_force, cross_motion, dot6, force_to_parent_add,
                        inertia_times, motion_to_parent, phi_to_parent_add, spatial_inertia_into)
 from .inputs import all_finite

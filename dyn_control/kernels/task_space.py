@@ -17,7 +17,6 @@ finite, a matrix is not positive definite, or a result overflows.
 import math
 
 from ..jit import njit
-
 from ..spatial import cross_motion, motion_to_parent
 from .cholesky import back_substitute, cholesky_factor, forward_substitute
 from .inputs import all_finite

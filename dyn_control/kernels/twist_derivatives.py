@@ -36,7 +36,6 @@ and zero for joints in other branches. One pass down the tree and a walk up each
 O(n d) dot products of 6-vectors for n bodies of depth d.
 """
 from ..jit import njit
-
 from ..spatial import compose_into, cross_motion, dot6, inertia_times
 from .inputs import all_finite
 from .rnea_derivatives import composite_b_times, world_forces, world_kinematics

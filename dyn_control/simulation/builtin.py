@@ -44,10 +44,10 @@ Joint limits and effort limits are not simulated (clamp efforts in the controlle
 import math
 
 import numpy as np
-from ..jit import njit
 
 from ..control.checks import as_gain, as_scalar, require_finite
 from ..dynamics import as_vector, jacobian
+from ..jit import njit
 from ..kernels.aba import aba
 from ..kernels.crba import crba
 from ..kernels.joint_terms import add_armature

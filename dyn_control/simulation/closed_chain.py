@@ -12,10 +12,10 @@ never drift from the loop (the closure holds to the mapping's Newton tolerance).
 Needs a mapping whose loop_frames() describes its loop (the five-bar's does).
 """
 import numpy as np
-from ..jit import njit
 
 from ..control.checks import require_finite
 from ..dynamics import as_vector
+from ..jit import njit
 from ..kernels.closed_chain_packed import (ACTIVE, A_BIAS, BASE_ACCEL, DTHETA, G, HOME_P, HOME_R, OP, OR, OS, P_, PARENTS,
                                            PATH, PHI, Q, R_, SCREW_AXES, THETA, TMP6, V, chain_float_fields,
                                            chain_int_fields, close_packed, fill_chain)
