@@ -22,7 +22,7 @@ import numpy as np
 from numba.core import event
 
 PROGRESS_PERIOD = 10.0      # [s] between the progress lines of a long load
-COMPILE_ESTIMATE = "up to a minute on a 2-core machine"     # a node's loop into an empty cache (make bench)
+COMPILE_ESTIMATE = "about 1-2 minutes on a 2-core machine"     # a node's loop into an empty cache (make bench)
 
 
 def dynamics_kernels():
@@ -129,8 +129,8 @@ def simulator_kernels(closed_chain=False):
 
 # the CPU time of each loader into an empty cache of its own (make bench: bench_compile.py), in
 # seconds: `dyn-control compile` gives the longest first to the least loaded of its processes
-COMPILE_COST = {"dynamics": 132.0, "controller": 94.0, "simulator": 32.0, "closed_chain_controller": 75.0,
-                "closed_chain_simulator": 46.0}
+COMPILE_COST = {"dynamics": 150.0, "closed_chain_controller": 108.0, "controller": 95.0,
+                "closed_chain_simulator": 60.0, "simulator": 40.0}
 
 # what `dyn-control compile` can load, by name: every one by default
 LOADERS = {
@@ -168,11 +168,12 @@ def _compiling_notice(what):
 
 
 @contextlib.contextmanager
-def progress(report, what):
+def progress(report, what, notice=True):
     """Within: at the first function Numba compiles, report(line) says so at once, roughly for how
-    long and how to avoid it; then every PROGRESS_PERIOD seconds, for how long `what` has been going
-    on and how many functions Numba has compiled so far. Yields the counter (its .count)."""
-    compiles = _Compiles(lambda: report(_compiling_notice(what)))
+    long and how to avoid it (unless not `notice`); then every PROGRESS_PERIOD seconds, for how long
+    `what` has been going on and how many functions Numba has compiled so far. Yields the counter
+    (its .count)."""
+    compiles = _Compiles(lambda: report(_compiling_notice(what)) if notice else None)
     done = threading.Event()
     start = time.monotonic()
 
