@@ -451,9 +451,11 @@ class _StatusThread:
 
 def compile_kernels(names=None, jobs=None):
     """Compile (or load) the kernels of the loops named (preload.LOADERS; default: every one) into
-    the kernel cache; prints the progress and the time. `jobs` processes (default: one per core, at
-    most one per loader) share the loaders, the longest first (preload.COMPILE_COST); they share the
-    cache too, so a kernel one of them saved is loaded by the others."""
+    the kernel cache; prints the progress and the time. With `jobs` > 1 (default: one per core, at
+    most one per loader) each loader runs in a process of its own, `jobs` at once, the longest first
+    (preload.COMPILE_COST): a fresh process, so that each loader's public functions compile what they
+    call for themselves (kernels/__init__.py), whatever another loader compiled before; the processes
+    share the cache, so a kernel one of them saved is loaded by the others."""
     from ..kernel_cache import cache_dirs
     from .preload import COMPILE_COST, LOADERS, progress
     names = names or list(LOADERS)
@@ -464,14 +466,21 @@ def compile_kernels(names=None, jobs=None):
     jobs = min(jobs or os.cpu_count() or 1, len(names))
     start = time.perf_counter()
     print(f"compiling the loop kernels ({', '.join(names)}) into the kernel cache {cache_dirs()[0]}"
-          + (f" in {jobs} processes" if jobs > 1 else ""), flush=True)
+          + (f", {jobs} processes at once" if jobs > 1 else ""), flush=True)
     if jobs > 1:
-        shares = [[] for _ in range(jobs)]
-        for name in sorted(names, key=lambda n: -COMPILE_COST[n]):     # longest first, to the least loaded
-            min(shares, key=lambda share: sum(COMPILE_COST[n] for n in share)).append(name)
-        workers = [subprocess.Popen([sys.executable, "-m", "dyn_control.nodes.cli", "compile", "--jobs", "1", *share])
-                   for share in shares]
-        failed = [name for worker, share in zip(workers, shares) if worker.wait() != 0 for name in share]
+        waiting = sorted(names, key=lambda n: -COMPILE_COST[n])
+        running, failed = {}, []
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                name = waiting.pop(0)
+                running[name] = subprocess.Popen([sys.executable, "-m", "dyn_control.nodes.cli", "compile", "--jobs",
+                                                  "1", name])
+            time.sleep(0.1)
+            for name, process in list(running.items()):
+                if process.poll() is not None:
+                    del running[name]
+                    if process.returncode != 0:
+                        failed.append(name)
         if failed:
             print(f"compile: failed for {', '.join(failed)} (see above)", file=sys.stderr)
             return 1

@@ -85,10 +85,12 @@ def controller_kernels(closed_chain=False):
     else:
         from ..dynamics import frame_pose, gravity
         from ..task_space import quaternion_to_rotation
-        ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
+        # the public functions first (their entry kernels compile what they call without Numba's
+        # runtime, kernels/__init__.py), then the tick
         gravity(model, model.create_data(), np.zeros(nv))      # the rate limit's seed (controller.py)
         quaternion_to_rotation(np.array([0.0, 0.0, 0.0, 1.0]))  # ~/target_pose (controller.py)
         frame_pose(model, model.create_data(), np.zeros(nv), model.frame_names[-1])
+        ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
     trajectory_input.warm_up()
     fourier.warm_up()
     rcl_io.preload()
