@@ -3,6 +3,14 @@
 - every launch file compiles (py_compile), so syntax errors show here;
 - where launch_ros is installed (a ROS 2 distribution), each generate_launch_description() runs;
   on a plain Python machine that test is skipped, saying why;
+- bringup.launch.py and controller.launch.py, built against a stand-in for launch and launch_ros that
+  records what they are given: launch drives no lifecycle transition (no event handler, no
+  ChangeState, no timer), each node gets `autostart` as its last parameter override (true, or the
+  controller's `autostart` argument), so it configures and activates itself once;
+- the controller started as launch starts it (its process, the config then the override as
+  parameter files) activates once: a deactivate from outside, as `ros2 lifecycle set` or a lifecycle
+  manager sends it, stays past the moment the launch files' old handler activated it again
+  (cli.discovery_settle() after every transition to inactive), and SIGINT then ends it with code 0;
 - the bundled parameter files name only parameters the nodes declare, and bringup finds their nodes;
 - the Gazebo URDF (gz_ros2_control system and plugin) is well formed and leaves the robot model as
   the plain URDF gives it.
@@ -12,17 +20,24 @@ import importlib.util
 import os
 import py_compile
 import re
+import signal
+import subprocess
+import sys
+import time
+import types
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+import ros_harness  # noqa: F401  (this process's own ROS domain, inherited by the node process)
 
 import dyn_control as dc
 from dyn_control.nodes import controller, param_files, simulator
-from dyn_control.nodes.cli import check_config, nodes_in_config
+from dyn_control.nodes.cli import check_config, discovery_settle, nodes_in_config
 from dyn_control.nodes.robot import check_forward_controller_joints, parameter_files
 from dyn_control.nodes.gazebo import GZ_PLUGIN_FILE, GZ_SYSTEM, with_gz_ros2_control
 from dyn_control.robots import config_dir
+from ros_harness import write_parameter_file
 
 pytestmark = pytest.mark.ros
 
@@ -54,6 +69,162 @@ def test_launch_description_builds(path):
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
     assert description.entities
+
+
+class Recorded:
+    """A stand-in for a class of launch or launch_ros: keeps what it was built with."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+class LaunchConfiguration(Recorded):
+    """launch.substitutions.LaunchConfiguration: its value from the context, here a dict."""
+
+    def perform(self, context):
+        return context[self.args[0]]
+
+
+def stand_in_launch(monkeypatch):
+    """launch and launch_ros (and their submodules) as modules whose every name is a Recorded class
+    of that name; returns the set of names the launch files imported."""
+    imported, classes = set(), {"LaunchConfiguration": LaunchConfiguration}
+
+    def name_in(module):
+        def attribute(name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            imported.add(f"{module}.{name}")
+            return classes.setdefault(name, type(name, (Recorded,), {}))
+        return attribute
+    for package in ("launch", "launch_ros"):
+        for module in (package, *(f"{package}.{sub}" for sub in ("actions", "conditions", "events", "substitutions",
+                                                                 "event_handlers", "events.lifecycle"))):
+            fake = types.ModuleType(module)
+            fake.__path__ = []
+            fake.__getattr__ = name_in(module)
+            monkeypatch.setitem(sys.modules, module, fake)
+    return imported
+
+
+def launch_description(name):
+    """generate_launch_description() of launch/<name>: its entities."""
+    path = os.path.join(ROOT, "launch", name)
+    spec = importlib.util.spec_from_file_location(name[:-3].replace(".", "_"), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    assert type(description).__name__ == "LaunchDescription"
+    return description.args[0]
+
+
+# what a launch file would drive a node's lifecycle with
+LIFECYCLE_DRIVERS = {"RegisterEventHandler", "EmitEvent", "TimerAction", "OnStateTransition", "ChangeState",
+                     "LifecycleTransition", "matches_action"}
+
+
+def test_bringup_launch_leaves_the_lifecycle_to_the_nodes_autostart(monkeypatch):
+    imported = stand_in_launch(monkeypatch)
+    entities = launch_description("bringup.launch.py")
+    nodes = {e.kwargs["name"]: e for e in entities if type(e).__name__ == "LifecycleNode"}
+    assert sorted(nodes) == ["dyn_controller", "dyn_simulator"]
+    for node in nodes.values():
+        assert type(node.kwargs["parameters"][0]).__name__ == "LaunchConfiguration"     # the config,
+        assert node.kwargs["parameters"][-1] == {"autostart": True}                    # then the override
+    assert {type(e).__name__ for e in entities} == {"DeclareLaunchArgument", "LifecycleNode"}
+    assert not {name.rsplit(".", 1)[1] for name in imported} & LIFECYCLE_DRIVERS, sorted(imported)
+
+
+@pytest.mark.parametrize("autostart", ["true", "false"])
+def test_controller_launch_passes_autostart_to_the_node_and_drives_nothing(monkeypatch, autostart):
+    imported = stand_in_launch(monkeypatch)
+    entities = launch_description("controller.launch.py")
+    arguments = {e.args[0]: e.kwargs for e in entities if type(e).__name__ == "DeclareLaunchArgument"}
+    assert arguments["autostart"]["default_value"] == "true"
+    context = {name: kwargs.get("default_value", "") for name, kwargs in arguments.items()}
+    context.update(autostart=autostart, command_topic="arm/commands")
+    [actions] = [e for e in entities if type(e).__name__ == "OpaqueFunction"]
+    [node] = actions.kwargs["function"](context)
+    assert type(node).__name__ == "LifecycleNode" and node.kwargs["name"] == "dyn_controller"
+    config, overrides = node.kwargs["parameters"]
+    assert config.args == ("config",)
+    assert overrides["autostart"] is (autostart == "true") and overrides["use_sim_time"] is False
+    assert overrides["command_topic"] == "arm/commands" and "joint_states_topic" not in overrides
+    assert dc.load_urdf(overrides["robot_description"]).joint_names == dc.load_urdf(dc.bundled_urdf("arm7")).joint_names
+    assert not {name.rsplit(".", 1)[1] for name in imported} & LIFECYCLE_DRIVERS, sorted(imported)
+
+
+def test_a_deactivate_after_the_autostart_stays(tmp_path):
+    """The controller as the launch files start it: its process with the config, then the override
+    {autostart: true}, as parameter files (launch_ros writes a dict of parameters into one). Its
+    lifecycle state (the get_state service) is the oracle, sampled every 0.2 s after the deactivate."""
+    import rclpy
+    from lifecycle_msgs.msg import State, Transition, TransitionEvent
+    from lifecycle_msgs.srv import ChangeState, GetState
+    from rclpy.executors import SingleThreadedExecutor
+
+    config = write_parameter_file(tmp_path / "config.yaml",
+                                  {"/**/dyn_controller": {"urdf_path": dc.bundled_urdf("arm7")}})
+    override = write_parameter_file(tmp_path / "override.yaml", {"/**": {"autostart": True}})
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("launch_test_lifecycle", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    events = []
+    node.create_subscription(TransitionEvent, "/dyn_controller/transition_event",
+                             lambda e: events.append(e.goal_state.id), 100)
+    get_state = node.create_client(GetState, "/dyn_controller/get_state")
+    change_state = node.create_client(ChangeState, "/dyn_controller/change_state")
+    log = open(tmp_path / "controller.log", "w+")
+    process = subprocess.Popen([sys.executable, "-m", "dyn_control.nodes.controller", "--ros-args",
+                                "--params-file", config, "--params-file", override],
+                               stdout=log, stderr=subprocess.STDOUT, text=True)
+
+    def answer(future, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        assert future.done(), "the controller's lifecycle service did not answer"
+        return future.result()
+
+    def state():
+        return answer(get_state.call_async(GetState.Request())).current_state.id
+
+    try:
+        deadline = time.monotonic() + 120.0     # (the kernels load from the cache: seconds)
+        while not get_state.wait_for_service(timeout_sec=0.1):
+            assert process.poll() is None and time.monotonic() < deadline, "the controller never came up"
+        while state() != State.PRIMARY_STATE_ACTIVE:
+            assert process.poll() is None and time.monotonic() < deadline, "the controller never became active"
+            time.sleep(0.2)
+        seen = len(events)
+        request = ChangeState.Request()
+        request.transition.id = Transition.TRANSITION_DEACTIVATE
+        assert answer(change_state.call_async(request)).success
+        states = []
+        deadline = time.monotonic() + discovery_settle() + 2.0    # the old handler's activate came
+        while time.monotonic() < deadline:                         # discovery_settle() after it
+            states.append(state())
+            time.sleep(0.2)
+        executor.spin_once(timeout_sec=0.1)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.seek(0)
+        output = log.read()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert set(states) == {State.PRIMARY_STATE_INACTIVE}, (states, output)
+    # what the controller published after the deactivate: that transition, and none after it
+    assert events[seen:] == [State.TRANSITION_STATE_DEACTIVATING, State.PRIMARY_STATE_INACTIVE], (events, output)
+    assert process.returncode == 0 and "Traceback" not in output, output
 
 
 def dyn_controller_parameters(name):

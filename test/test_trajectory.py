@@ -1,14 +1,17 @@
 """Trajectory interpolation (dyn_control.control.trajectory) against independent references:
 SciPy's cubic Hermite spline, NumPy's linear interpolation, the quintic's boundary conditions and
-central differences of the sampled positions; and the refusals of bad messages."""
+central differences of the sampled positions, and for a trajectory as MoveIt sends it (its start
+state at time_from_start 0, then points with positions, velocities and accelerations) the closed
+form of the motion it was sampled from; the refusals of bad messages, and of a start state away
+from the measured positions."""
 import numpy as np
 import pytest
 from builtin_interfaces.msg import Duration
 from scipy.interpolate import CubicHermiteSpline
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dyn_control.control.trajectory import (InvalidJoints, Trajectory, check_values, check_names,
-                                            points_from_message)
+from dyn_control.control.trajectory import (START_TOLERANCE, InvalidJoints, Points, Trajectory, check_names,
+                                            check_start, check_values, points_from_message)
 
 pytestmark = pytest.mark.kernels
 
@@ -140,7 +143,8 @@ def test_more_points_than_the_limit_are_refused_before_their_values_are_read():
     ([], [(1.0, {"positions": []})], "no joint_names"),
     (["a"], [], "no points"),
     (["a"], [(1.0, {"positions": [0.0]}), (1.0, {"positions": [1.0]})], "point 1 at 1 s after 1 s"),
-    (["a"], [(0.0, {"positions": [0.0]})], "point 0 at 0 s from > 0"),
+    (["a"], [(0.0, {"positions": [0.0]}), (0.0, {"positions": [1.0]})], "point 1 at 0 s after 0 s"),
+    (["a"], [(0.0, {"positions": [0.0]})], "one point, at time_from_start 0: a start state with no point to move to"),
     (["a", "b"], [(1.0, {"positions": [0.0]})], "every point needs 2 positions, got lengths from 1 to 1"),
     (["a"], [(1.0, {"positions": [0.0]}), (2.0, {"positions": [float("nan")]})], "non-finite positions at point 1"),
     (["a"], [(1.0, {"positions": [0.0], "velocities": [float("inf")]})], "non-finite velocities at point 0"),
@@ -148,7 +152,8 @@ def test_more_points_than_the_limit_are_refused_before_their_values_are_read():
     (["a"], [(1.0, {"positions": [0.0], "velocities": [0.0]}), (2.0, {"positions": [0.0]})],
      "velocities: none or 1 in every point, got lengths from 0 to 1"),
     (["a"], [(1.0, {"positions": [0.0], "accelerations": [0.0]})], "accelerations without velocities"),
-], ids=["unknown joint", "duplicate", "no names", "empty", "equal times", "zero time", "short positions", "nan",
+], ids=["unknown joint", "duplicate", "no names", "empty", "equal times", "two at zero", "only a start state",
+        "short positions", "nan",
         "inf velocity", "long velocities", "velocities in some points", "accelerations only"])
 def test_bad_messages_are_refused_with_a_reason(names, points, reason):
     with pytest.raises(ValueError, match=reason):
@@ -168,3 +173,91 @@ def test_hold_keeps_every_joint_at_rest():
     q, v, a = sampled(Trajectory.hold(T0, q_hold), [T0 - 1.0, T0, T0 + 0.3, T0 + 5.0])
     np.testing.assert_array_equal(q, np.tile(q_hold, (4, 1)))
     assert np.all(v == 0.0) and np.all(a == 0.0)
+
+
+# ---------------------------------------------------------------- a trajectory as MoveIt sends it
+DURATION = 1.2                 # [s] of the motion
+STEPS = 24                     # points after the start state (MoveIt sends tens)
+
+
+def minimum_jerk(q0, q1, t):
+    """Positions, velocities, accelerations (len(t), n) of the minimum-jerk motion from rest at q0
+    to rest at q1 over DURATION: the reference the points below are sampled from."""
+    s = np.clip(np.asarray(t) / DURATION, 0.0, 1.0)[:, None]
+    d = (q1 - q0)[None, :]
+    return (q0 + d * (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5),
+            d * (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / DURATION,
+            d * (60 * s - 180 * s ** 2 + 120 * s ** 3) / DURATION ** 2)
+
+
+def moveit_points(q0, q1, names):
+    """MoveIt's shape: the start state q0 (at rest) at time 0, then STEPS points of the motion."""
+    times = np.linspace(0.0, DURATION, STEPS + 1)
+    return Points(0, names, times, *minimum_jerk(q0, q1, times))
+
+
+def test_a_moveit_trajectory_is_accepted_and_is_the_motion_it_was_sampled_from():
+    q0 = np.array([0.1, -0.2, 0.3, 0.0])
+    target = np.array([0.7, -0.9])
+    points = moveit_points(q0[MOVED], target, ["c", "a"])
+    check_values(points)
+    check_start(points, q0[MOVED])
+    trajectory = Trajectory.through(T0, (q0, np.zeros(NV), np.zeros(NV)), MOVED, points.times, points.positions,
+                                    points.velocities, points.accelerations)
+    assert trajectory.knots.tolist() == (T0 + points.times).tolist()      # the start state is the start
+    t = np.linspace(0.0, DURATION + 0.5, 341)
+    q, v, a = sampled(trajectory, T0 + t)
+    expected = minimum_jerk(q0[MOVED], target, t)
+    for got, want, tolerance in zip((q, v, a), expected, (1e-12, 1e-10, 1e-8)):
+        np.testing.assert_allclose(got[:, MOVED], want, atol=tolerance)
+    assert np.all(q[:, [1, 3]] == q0[[1, 3]])
+
+
+def test_a_start_state_off_the_reference_is_not_jumped_to():
+    """The first segment runs from the reference to the second point: the same trajectory as without
+    the start state, starting where the reference is."""
+    reference = tuple(x.copy() for x in START)
+    points = moveit_points(START[0][MOVED] + 0.01, np.array([0.7, -0.9]), ["c", "a"])
+    check_start(points, START[0][MOVED])            # within START_TOLERANCE
+    fields = (points.positions, points.velocities, points.accelerations)
+    with_start = Trajectory.through(T0, reference, MOVED, points.times, *fields)
+    without = Trajectory.through(T0, reference, MOVED, points.times[1:], *(f[1:] for f in fields))
+    np.testing.assert_array_equal(with_start.knots, without.knots)
+    np.testing.assert_array_equal(with_start.coefficients, without.coefficients)
+    q, v, a = sampled(with_start, [T0])[:, 0]
+    np.testing.assert_array_equal(q, START[0])
+    np.testing.assert_array_equal(v[MOVED], START[1][MOVED])
+    np.testing.assert_array_equal(a[MOVED], START[2][MOVED])
+
+
+def test_a_start_state_away_from_the_measured_positions_is_refused_naming_the_joint():
+    names = ["c", "a", "b"]
+    measured = np.array([0.3, -0.2, 1.0])
+    points = moveit_points(measured + [0.25, 0.0, -0.08], measured + 0.5, names)
+    with pytest.raises(ValueError) as refused:
+        check_start(points, measured, np.array([0.1, 0.1, 0.0]))       # b: unchecked, START_TOLERANCE
+    assert str(refused.value) == (
+        "the start state (point 0, time_from_start 0) is not where the robot is: c 0.25 from its measured "
+        "position 0.3 (start tolerance 0.1); b 0.08 from its measured position 1 "
+        f"(start tolerance {START_TOLERANCE:g})")
+    check_start(points, measured, np.array([0.3, 0.1, 0.1]))           # within the given tolerances
+    with pytest.raises(ValueError, match=r"c 0.25 from .* b 0.08 from"):
+        check_start(points, measured)                                  # START_TOLERANCE for each
+
+
+def test_only_a_start_state_at_time_zero_is_judged():
+    far = Points(0, ["a"], np.array([0.5, 1.0]), np.array([[3.0], [3.0]]))
+    check_start(far, np.zeros(1))                    # starts 0.5 s from now: interpolated from the reference
+    nan = Points(0, ["a"], np.array([0.0, 1.0]), np.array([[np.nan], [3.0]]))
+    check_start(nan, np.zeros(1))                    # left to check_values
+    with pytest.raises(ValueError, match="non-finite positions at point 0"):
+        check_values(nan)
+
+
+def test_a_negative_first_time_is_refused():
+    with pytest.raises(ValueError, match="time_from_start of point 0 is -0.5 s: must be >= 0"):
+        check_values(Points(0, ["a"], np.array([-0.5, 1.0]), np.zeros((2, 1))))
+    msg = message(["a"], [(1.0, {"positions": [0.0]})])
+    msg.points[0].time_from_start = Duration(sec=-1, nanosec=500_000_000)
+    with pytest.raises(ValueError, match="is -0.5 s"):
+        judged(msg)

@@ -8,7 +8,7 @@ from builtin_interfaces.msg import Duration
 from rclpy.serialization import serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dyn_control.control.trajectory import InvalidJoints, points_from_message
+from dyn_control.control.trajectory import InvalidJoints, check_values, points_from_message
 from dyn_control.nodes.trajectory_input import TrajectoryDecoder, message_bound
 
 pytestmark = pytest.mark.kernels
@@ -56,6 +56,18 @@ def test_decoded_bytes_equal_the_message_object(seed):
     point = msg.points[-1]
     assert decoded.times[-1] == point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
     np.testing.assert_array_equal(decoded.positions[-1], point.positions)
+
+
+def test_a_moveit_trajectory_decodes_as_the_object_and_is_accepted():
+    """MoveIt's shape: the start state at time_from_start 0, then points with positions, velocities
+    and accelerations."""
+    full = lambda q: {"positions": [q, -q], "velocities": [0.1, 0.2], "accelerations": [0.0, -0.3]}  # noqa: E731
+    msg = message(["elbow_joint", "w"], [((0, 0), full(0.0))] + [((0, 100_000_000 * k), full(0.01 * k))
+                                                                  for k in range(1, 10)])
+    decoded = TrajectoryDecoder(100, CONTROLLED).decode(serialize_message(msg))
+    assert_same(decoded, points_from_message(msg, 100))
+    assert decoded.times[0] == 0.0
+    check_values(decoded)
 
 
 def test_negative_durations_and_empty_messages_decode_as_the_objects_do():

@@ -11,10 +11,20 @@ A trajectory names the joints it moves; the other controlled joints hold their r
 start. A trajectory that starts later than an earlier one's remaining points replaces them from its
 start on: the earlier one runs until then (`then`).
 
+Times from the start are >= 0 and increase strictly, as joint_trajectory_controller requires. A
+first point at time_from_start 0 is the trajectory's start state: MoveIt's time parametrization puts
+the state it planned from (the robot's, when it planned) there. joint_trajectory_controller makes it
+the reference at once (a jump, as large as the start state is far from the reference) and aborts an
+action goal at its first check when the arm is beyond the path tolerance from it. Here the
+reference never jumps: the first segment runs from the controller's reference to the second point,
+the start state's values unused, and `check_start` refuses a start state that is not where the robot
+is, before anything moves (the distance would otherwise be made up within the first segment, 0.1 s
+or less in MoveIt's trajectories: a fast motion nobody planned).
+
 A message becomes `Points` (its names, times and values as arrays; nodes/trajectory_input.py decodes
 the ~/joint_trajectory topic from its bytes, `points_from_message` an rclpy message such as an
-action goal's), which `check_names` and `check_values` judge: a ValueError says why it is
-refused, an InvalidJoints for its joint names.
+action goal's), which `check_names`, `check_values` and `check_start` (against the measured state)
+judge: a ValueError says why it is refused, an InvalidJoints for its joint names.
 
 Building never holds the GIL for long, as it runs beside the controller's loop thread, which needs
 the GIL every tick: the checks of the values, the coefficients of the segments and the joining of
@@ -24,6 +34,7 @@ only, and numpy nothing that grows with the number of points.
 from dataclasses import dataclass
 
 import numpy as np
+
 from ..jit import njit
 
 
@@ -55,18 +66,24 @@ class Trajectory:
     @classmethod
     def through(cls, start_time, start, indices, times, positions, velocities=None, accelerations=None):
         """The trajectory from `start` = (q, v, a) (each (nv,), the reference at start_time [s])
-        through the points at start_time + times [s] (strictly increasing, > 0): positions (K, n)
+        through the points at start_time + times [s] (strictly increasing, >= 0): positions (K, n)
         of the joints `indices` (n coordinates of the nv), velocities and accelerations likewise or
-        None. The other joints hold start's position."""
+        None. The other joints hold start's position. A first point at time 0 is the start state
+        (see the module docstring): the first segment runs from `start` to the second point."""
         q0, v0, a0 = (np.ascontiguousarray(x, dtype=np.float64) for x in start)
+        times = np.ascontiguousarray(times, dtype=np.float64)
         positions = _matrix(positions)
-        count, n = positions.shape
+        n = positions.shape[1]
         order = 5 if accelerations is not None else 3 if velocities is not None else 1
+        velocities, accelerations = _matrix(velocities, n), _matrix(accelerations, n)
+        if times[0] == 0.0:         # views without the start state (a (0, n) field stays empty)
+            times, positions = times[1:], positions[1:]
+            velocities, accelerations = velocities[1:], accelerations[1:]
+        count = times.shape[0]
         knots = np.empty(count + 1)
         coefficients = np.empty((count, q0.shape[0], 6))
-        _segments(float(start_time), q0, v0, a0, np.ascontiguousarray(indices, dtype=np.int64),
-                  np.ascontiguousarray(times, dtype=np.float64), positions, _matrix(velocities, n),
-                  _matrix(accelerations, n), order, knots, coefficients)
+        _segments(float(start_time), q0, v0, a0, np.ascontiguousarray(indices, dtype=np.int64), times, positions,
+                  velocities, accelerations, order, knots, coefficients)
         return cls(knots, coefficients)
 
     @classmethod
@@ -254,8 +271,8 @@ VALUES_OK, BAD_TIME, NON_FINITE = 0, 1, 2
 
 
 def check_values(points):
-    """A ValueError unless `points` has points, times that increase strictly from > 0, and finite
-    values."""
+    """A ValueError unless `points` has points, times from >= 0 that increase strictly (a first
+    point at 0, the start state, followed by at least one more), and finite values."""
     if points.times.shape[0] == 0:
         raise ValueError("no points")
     n = len(points.names)
@@ -263,22 +280,48 @@ def check_values(points):
     result, at, field = _check_values(np.ascontiguousarray(points.times, dtype=np.float64),
                                       *(np.ascontiguousarray(x, dtype=np.float64) for x in fields))
     if result == BAD_TIME:
-        before = f"after {points.times[at - 1]:.9g} s" if at > 0 else "from > 0"
-        raise ValueError(f"time_from_start must increase strictly from > 0: point {at} at "
-                         f"{points.times[at]:.9g} s {before}")
+        if at == 0:
+            raise ValueError(f"time_from_start of point 0 is {points.times[0]:.9g} s: must be >= 0")
+        raise ValueError(f"time_from_start must increase strictly: point {at} at {points.times[at]:.9g} s "
+                         f"after {points.times[at - 1]:.9g} s")
     if result == NON_FINITE:
         raise ValueError(f"non-finite {FIELDS[field]} at point {at}")
+    if points.times.shape[0] == 1 and points.times[0] == 0.0:
+        raise ValueError("one point, at time_from_start 0: a start state with no point to move to")
+
+
+# [rad or m] how far a start state (a first point at time_from_start 0) may be from the measured
+# position where no path tolerance applies (~/joint_trajectory; a goal's joint with its path position
+# tolerance unchecked): 5 times MoveIt's own limit on the same distance when it sends a trajectory
+# (trajectory_execution/allowed_start_tolerance, 0.01 rad), room for the arm's tracking error
+START_TOLERANCE = 0.05
+
+
+def check_start(points, measured, tolerance=None):
+    """A ValueError naming each joint whose position in the start state (a first point at
+    time_from_start 0) is further than its `tolerance` from its `measured` position (both (n,), in
+    the order of points.names; tolerance None or an entry <= 0: START_TOLERANCE). Points that start
+    later have no start state: nothing to judge. A non-finite position is left to check_values."""
+    if points.times.shape[0] == 0 or points.times[0] != 0.0:
+        return
+    tolerance = np.zeros(len(points.names)) if tolerance is None else np.asarray(tolerance, dtype=np.float64)
+    tolerance = np.where(tolerance > 0.0, tolerance, START_TOLERANCE)
+    distance = np.abs(points.positions[0] - measured)
+    far = np.flatnonzero(distance > tolerance)
+    if far.size:
+        raise ValueError("the start state (point 0, time_from_start 0) is not where the robot is: " + "; ".join(
+            f"{points.names[j]} {distance[j]:.4g} from its measured position {measured[j]:.6g} "
+            f"(start tolerance {tolerance[j]:.4g})" for j in far))
 
 
 @njit(cache=True, nogil=True)
 def _check_values(times, positions, velocities, accelerations):
     """(VALUES_OK | BAD_TIME | NON_FINITE, the first bad point, the field (0, 1, 2) of a non-finite
     value)."""
-    previous = 0.0
     for k in range(times.shape[0]):
-        if not (np.isfinite(times[k]) and times[k] > previous):
+        later = times[k] > times[k - 1] if k > 0 else times[k] >= 0.0
+        if not (np.isfinite(times[k]) and later):
             return BAD_TIME, k, 0
-        previous = times[k]
     for field, values in enumerate((positions, velocities, accelerations)):
         for k in range(values.shape[0]):
             for j in range(values.shape[1]):

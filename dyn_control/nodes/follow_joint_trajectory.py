@@ -2,14 +2,19 @@
 as ros2_controllers' joint_trajectory_controller serves it (MoveIt's way to drive an arm).
 
 - A goal's trajectory goes the way of ~/joint_trajectory (ControllerNode.set_trajectory: the same
-  checks, limits and interpolation, from the reference it has now). A goal that cannot run is
-  accepted and aborted at once with INVALID_JOINTS (joint names: unknown or not controlled, named
-  twice, none; a tolerance for a joint not controlled; a multi-DOF trajectory, as this controller
-  has no multi-DOF joints) or INVALID_GOAL (anything else: lengths, times, non-finite values,
-  more than trajectory.max_points points, a bad tolerance, the controller not active), with the
-  reason in error_string; it is counted with the refused trajectories, and the motion going on
-  goes on. (joint_trajectory_controller rejects such goals, which carries no error code: MoveIt
-  logs the code and the reason of an abort.)
+  checks, limits and interpolation, from the reference it has now). A first point at
+  time_from_start 0 is the start state (MoveIt's: the state it planned from), which must be where
+  the arm is: within each joint's path position tolerance of the newest measured position
+  (control.trajectory.START_TOLERANCE where the path position is unchecked).
+  joint_trajectory_controller would make it the reference at once and abort at its first check
+  (PATH_TOLERANCE_VIOLATED); here such a goal is refused before anything moves.
+  A goal that cannot run is accepted and aborted at once with INVALID_JOINTS (joint names: unknown
+  or not controlled, named twice, none; a tolerance for a joint not controlled; a multi-DOF
+  trajectory, as this controller has no multi-DOF joints) or INVALID_GOAL (anything else: lengths,
+  times, non-finite values, more than trajectory.max_points points, a bad tolerance, a start state
+  away from the arm, the controller not active), with the reason in error_string; it is counted
+  with the refused trajectories, and the motion going on goes on. (joint_trajectory_controller
+  rejects such goals, which carries no error code: MoveIt logs the code and the reason of an abort.)
 - Tolerances (control/tolerances.py): the goal's path, goal and component tolerances and
   goal_time_tolerance over the defaults action.*; judged at action.monitor_rate on the newest
   joint state against the trajectory at that state's stamp. Outcomes: SUCCESSFUL once within the
@@ -39,7 +44,7 @@ from rclpy.action import ActionServer, CancelResponse
 from rclpy.task import Future
 
 from ..control import tolerances as tol
-from ..control.trajectory import InvalidJoints, points_from_message
+from ..control.trajectory import InvalidJoints, check_names, check_start, points_from_message
 from . import params
 from .params import Param
 
@@ -120,6 +125,7 @@ class FollowJointTrajectoryServer:
         try:
             goal.tolerances = self._tolerances(handle.request)
             points = points_from_message(handle.request.trajectory, self.max_points)
+            self._check_start(points, goal.tolerances)
             previous = self.active
             goal.trajectory = self.node.set_trajectory(points)
         except ValueError as error:
@@ -160,6 +166,17 @@ class FollowJointTrajectoryServer:
                                    component_path=map(component, request.component_path_tolerance),
                                    component_goal=map(component, request.component_goal_tolerance),
                                    motions=self.motions)
+
+    def _check_start(self, points, tolerances):
+        """A ValueError when the goal's start state (a first point at time_from_start 0) is beyond a
+        joint's path position tolerance from its newest measured position. Without a joint state
+        there is nothing to judge against, and an inactive controller: set_trajectory refuses the
+        goal, saying so."""
+        state = self.node.measured_state()
+        if state is None or self.node.state != "active":
+            return
+        columns = check_names(points.names, self.names)
+        check_start(points, state[2][0, columns], tolerances.path[0, columns])
 
     def _cancel(self, handle):
         """Cancel the active goal: hold where the joints are now (the goal ends at the next check)."""
