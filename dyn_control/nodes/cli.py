@@ -282,8 +282,8 @@ class FatalReports:
 
 def discovery_settle():
     """[s] from a controller's joining the graph to its activation: DISCOVERY_SETTLE with Fast DDS
-    (the default RMW), none with another RMW. The launch files wait it from the controller's
-    configure, autostart from rclpy.init."""
+    (the default RMW), none with another RMW. autostart (which the launch files set) waits it from
+    rclpy.init."""
     fast_dds = os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps")
     return DISCOVERY_SETTLE if fast_dds else 0.0
 
