@@ -29,6 +29,25 @@ def test_demo_writes_the_plot(tmp_path):
     assert width > 500 and height > 500
 
 
+@pytest.mark.parametrize("hidden, args, extra", [
+    ("rosbags", ["demo", "--record"], "identification"),
+    ("cvxpy", ["demo", "--mismatch", "--identify"], "identification"),
+    ("rosbags", ["record", "bag_out", "--duration", "1"], "identification"),
+    ("mujoco", ["demo", "--backend", "mujoco"], "mujoco"),
+])
+def test_a_missing_optional_dependency_is_one_line_naming_the_extra(hidden, args, extra):
+    """The README's quick-start commands that need an extra, with that extra's module absent (hidden
+    from the import system): exit 2 and one line naming the module and the extra, before any node
+    starts (no traceback from anywhere)."""
+    code = (f"import sys; sys.modules[{hidden!r}] = None; from dyn_control.nodes.cli import main; "
+            f"sys.exit(main({args!r}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and hidden in lines[0] and f"'{extra}' extra" in lines[0], result.stderr
+    assert result.stdout == ""
+
+
 def test_bringup_of_a_missing_file_fails():
     result = run("bringup", "/nonexistent/params.yaml")
     assert result.returncode == 2 and "no such file" in result.stderr

@@ -301,8 +301,6 @@ def test_a_moveit_trajectory_on_the_topic_is_followed(run):
     np.testing.assert_array_less(0.9 * np.abs(MOVE), moved)     # accepted: it moved all the way, each joint
 
 
-@pytest.mark.xfail(strict=True, reason="the topic's start state is judged only where the controller's "
-                                       "set_trajectory calls control.trajectory.check_start (not yet)")
 def test_a_start_state_away_from_the_arm_on_the_topic_is_refused(run):
     loop = run.recorder.diagnostics["dyn_controller: control loop"]
     assert int(loop["rejected trajectories"]) == 2, loop       # the far-start goal's and this one

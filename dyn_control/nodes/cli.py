@@ -39,6 +39,7 @@ environment already sets it.
 import argparse
 import contextlib
 import ctypes
+import importlib.util
 import os
 import signal
 import subprocess
@@ -494,6 +495,31 @@ def compile_kernels(names=None, jobs=None):
     return 0
 
 
+# the optional dependencies of a command (setup.py's extras): (modules, extra)
+_RECORDING = (("rosbags",), "identification")
+_IDENTIFYING = (("rosbags", "cvxpy", "clarabel"), "identification")
+_MUJOCO = (("mujoco",), "mujoco")
+
+
+def _missing_extra(args):
+    """One line naming what `args`' command needs and is not installed, and how to install it; None
+    when nothing is missing. Checked before anything starts, so that no node process is left with a
+    traceback."""
+    needs = []
+    if args.command == "record" or getattr(args, "record", None) is not None:
+        needs.append(_RECORDING)
+    if args.command == "identify" or getattr(args, "identify", False):
+        needs.append(_IDENTIFYING)
+    if getattr(args, "backend", None) == "mujoco":
+        needs.append(_MUJOCO)
+    for modules, extra in needs:
+        absent = [name for name in modules if importlib.util.find_spec(name) is None]
+        if absent:
+            return (f"needs {', '.join(absent)}, not installed: the package's {extra!r} extra (in a checkout: "
+                    f"pip install -e '.[{extra}]', which `make test` does)")
+    return None
+
+
 def main(argv=None):
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     parser = argparse.ArgumentParser(prog="dyn-control", description=__doc__.split("\n\n")[0])
@@ -534,6 +560,10 @@ def main(argv=None):
     from ..identification import cli as identification
     identification.add_commands(commands)     # excite, record, identify
     args = parser.parse_args(argv)
+    missing = _missing_extra(args)
+    if missing:
+        print(f"dyn-control {args.command}: {missing}", file=sys.stderr)
+        return 2
     if args.command in identification.COMMANDS:
         return identification.run(args)
     if args.command == "bringup":

@@ -199,6 +199,44 @@ PARAMETERS = (
      + trajectory_input.PARAMETERS + follow_joint_trajectory.PARAMETERS)
 
 
+def message_templates(model, controlled_names):
+    """The serialized templates (wire.RawMessage) of the messages the loop publishes, by the name of
+    their publisher (`<name>_pub`): command (the command topic), desired, external (~/external_torque),
+    wrench (~/wrench_estimate), gradient (~/parameter_gradient), estimate (~/inertial_parameters),
+    twist (~/twist_gradient), joint_gradient and pose_error."""
+    n, nv, nb = len(controlled_names), model.nv, model.nbodies
+    command = Float64MultiArray(data=markers(n))
+    command.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
+    desired = JointState(name=list(controlled_names), position=markers(n), velocity=markers(n, 100.0),
+                         effort=markers(n, 200.0))
+    external = JointState(name=list(model.actuated_joints), effort=markers(nv))
+    wrench = WrenchStamped()
+    gradient = Float64MultiArray(data=markers(10 * nb))
+    gradient.layout.dim = [MultiArrayDimension(label="bodies", size=nb, stride=10 * nb),
+                           MultiArrayDimension(label="parameters", size=10, stride=10)]
+    twist = Float64MultiArray(data=markers(6 * nb))
+    twist.layout.dim = [MultiArrayDimension(label="joints", size=nb, stride=6 * nb),
+                        MultiArrayDimension(label="components", size=6, stride=6)]
+    joint_gradient = Float64MultiArray(data=markers(3 * nv))
+    joint_gradient.layout.dim = [MultiArrayDimension(label="joints", size=nv, stride=3 * nv),
+                                 MultiArrayDimension(label="terms", size=3, stride=3)]
+    pose_error = TwistStamped()
+    return {
+        "command": RawMessage(command, {"data": command.data}),
+        "desired": RawMessage(desired, {"position": desired.position, "velocity": desired.velocity,
+                                        "effort": desired.effort}),
+        "external": RawMessage(external, {"effort": external.effort}),
+        "wrench": vector_pair_template(wrench, model.root_name,
+                                       {"force": wrench.wrench.force, "torque": wrench.wrench.torque}),
+        "gradient": RawMessage(gradient, {"data": gradient.data}),
+        "estimate": RawMessage(gradient, {"data": gradient.data}),
+        "twist": RawMessage(twist, {"data": twist.data}),
+        "joint_gradient": RawMessage(joint_gradient, {"data": joint_gradient.data}),
+        "pose_error": vector_pair_template(pose_error, model.root_name,
+                                           {"angular": pose_error.twist.angular, "linear": pose_error.twist.linear}),
+    }
+
+
 def check_values(values, njoints=None):
     """Range checks beyond the types; njoints (when known) checks per-joint list lengths."""
     def positive(name):
@@ -411,39 +449,9 @@ class ControllerNode(LoopNode):
     def _build_messages(self):
         """Serialized templates of every message the loop publishes (wire.RawMessage), and the labels."""
         c = self._configured
-        n, nv, nb = len(c.controlled), c.model.nv, c.model.nbodies
-        command = Float64MultiArray(data=markers(n))
-        command.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
-        c.command_raw = RawMessage(command, {"data": command.data})
-        desired = JointState(name=c.controlled_names, position=markers(n), velocity=markers(n, 100.0),
-                             effort=markers(n, 200.0))
-        c.desired_raw = RawMessage(desired, {"position": desired.position, "velocity": desired.velocity,
-                                             "effort": desired.effort})
-        external = JointState(name=c.names, effort=markers(nv))
-        c.external_raw = RawMessage(external, {"effort": external.effort})
-        wrench = WrenchStamped()
-        c.wrench_raw = vector_pair_template(wrench, c.model.root_name,
-                                            {"force": wrench.wrench.force, "torque": wrench.wrench.torque})
-        bodies = [MultiArrayDimension(label="bodies", size=nb, stride=10 * nb),
-                  MultiArrayDimension(label="parameters", size=10, stride=10)]
-        gradient = Float64MultiArray(data=markers(10 * nb))
-        gradient.layout.dim = bodies
-        c.gradient_raw = RawMessage(gradient, {"data": gradient.data})
-        c.estimate_raw = RawMessage(gradient, {"data": gradient.data})
-        twist = Float64MultiArray(data=markers(6 * nb))
-        twist.layout.dim = [MultiArrayDimension(label="joints", size=nb, stride=6 * nb),
-                            MultiArrayDimension(label="components", size=6, stride=6)]
-        c.twist_raw = RawMessage(twist, {"data": twist.data})
-        joint_gradient = Float64MultiArray(data=markers(3 * nv))
-        joint_gradient.layout.dim = [MultiArrayDimension(label="joints", size=nv, stride=3 * nv),
-                                     MultiArrayDimension(label="terms", size=3, stride=3)]
-        c.joint_gradient_raw = RawMessage(joint_gradient, {"data": joint_gradient.data})
-        pose_error = TwistStamped()
-        twist_halves = {"angular": pose_error.twist.angular, "linear": pose_error.twist.linear}
-        c.pose_error_raw = vector_pair_template(pose_error, c.model.root_name, twist_halves)
-        for name in ("command", "desired", "external", "wrench", "gradient", "estimate", "twist", "joint_gradient",
-                     "pose_error"):
-            setattr(c, f"{name}_out", RawPublisher(getattr(c, f"{name}_pub"), getattr(c, f"{name}_raw")))
+        for name, raw in message_templates(c.model, c.controlled_names).items():
+            setattr(c, f"{name}_raw", raw)
+            setattr(c, f"{name}_out", RawPublisher(getattr(c, f"{name}_pub"), raw))
         c.labels_pub.publish(String(data="\n".join(c.tick_kernel.labels)))
         if c.mapping is None:
             if c.twist_enabled:
@@ -678,18 +686,20 @@ class ControllerNode(LoopNode):
         c.collision_pub.publish(event)
 
     # ---------------------------------------------------------------- trajectories (topic and action)
-    def set_trajectory(self, points):
+    def set_trajectory(self, points, start_tolerance=None):
         """The one way a trajectory becomes the reference, for ~/joint_trajectory and the
-        ~/follow_joint_trajectory action: judges `points` (control/trajectory.py: Points), builds
-        the trajectory from the reference the controller has at its start (no jump; the current
-        trajectory runs until then) and installs it. Returns the trajectory installed; a ValueError
-        (InvalidJoints for the names) says why it is refused."""
+        ~/follow_joint_trajectory action: judges `points` (control/trajectory.py: Points; a start
+        state at time 0 within `start_tolerance`, in the order of points.names, of the measured
+        positions: check_start), builds the trajectory from the reference the controller has at its
+        start (no jump; the current trajectory runs until then) and installs it. Returns the
+        trajectory installed; a ValueError (InvalidJoints for the names) says why it is refused."""
         c = self._configured
         if self.state != "active" or c.reader.stamp is None:
             raise ValueError("the controller is not active with joint states yet")
         self._refuse_while_collided()
         indices = c.controlled[trajectories.check_names(points.names, c.controlled_names)]
         trajectories.check_values(points)
+        trajectories.check_start(points, c.q[indices], start_tolerance)
         now = (c.reader.stamp - c.start_stamp) * 1e-9     # a zero stamp is now, a stamp in the past too
         start = now if points.stamp_ns == 0 else max(now, (points.stamp_ns - c.start_stamp) * 1e-9)
         old = c.trajectory

@@ -44,7 +44,7 @@ from rclpy.action import ActionServer, CancelResponse
 from rclpy.task import Future
 
 from ..control import tolerances as tol
-from ..control.trajectory import InvalidJoints, check_names, check_start, points_from_message
+from ..control.trajectory import InvalidJoints, check_names, points_from_message
 from . import params
 from .params import Param
 
@@ -125,9 +125,9 @@ class FollowJointTrajectoryServer:
         try:
             goal.tolerances = self._tolerances(handle.request)
             points = points_from_message(handle.request.trajectory, self.max_points)
-            self._check_start(points, goal.tolerances)
             previous = self.active
-            goal.trajectory = self.node.set_trajectory(points)
+            goal.trajectory = self.node.set_trajectory(
+                points, start_tolerance=goal.tolerances.path[0, check_names(points.names, self.names)])
         except ValueError as error:
             code = (Result.INVALID_JOINTS if isinstance(error, (InvalidJoints, tol.UnknownJoint))
                     else Result.INVALID_GOAL)
@@ -166,17 +166,6 @@ class FollowJointTrajectoryServer:
                                    component_path=map(component, request.component_path_tolerance),
                                    component_goal=map(component, request.component_goal_tolerance),
                                    motions=self.motions)
-
-    def _check_start(self, points, tolerances):
-        """A ValueError when the goal's start state (a first point at time_from_start 0) is beyond a
-        joint's path position tolerance from its newest measured position. Without a joint state
-        there is nothing to judge against, and an inactive controller: set_trajectory refuses the
-        goal, saying so."""
-        state = self.node.measured_state()
-        if state is None or self.node.state != "active":
-            return
-        columns = check_names(points.names, self.names)
-        check_start(points, state[2][0, columns], tolerances.path[0, columns])
 
     def _cancel(self, handle):
         """Cancel the active goal: hold where the joints are now (the goal ends at the next check)."""

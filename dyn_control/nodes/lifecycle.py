@@ -1,6 +1,7 @@
 """What the controller and the simulator nodes share: a lifecycle node with declared parameters, a
-loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, and the `main` of a console script, which
-preloads the loop's kernels while the node waits for its configure (preload.py).
+loop thread (timing.RealtimeLoop) and 1 Hz diagnostics, a watch of Numba's compiles while it is
+active (CompileWatch), and the `main` of a console script, which preloads the loop's kernels while
+the node waits for its configure (preload.py).
 
 Services answer at any moment, a first configure compiling for a minute included: the node's
 callbacks run on a MultiThreadedExecutor in two groups (see LoopNode._group_callbacks)."""
@@ -13,6 +14,7 @@ import time
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, KeyValue
 from lifecycle_msgs.srv import GetAvailableStates, GetAvailableTransitions, GetState
+from numba.core import event
 from rcl_interfaces.srv import (DescribeParameters, GetParameters, GetParameterTypes, ListParameters, SetParameters,
                                 SetParametersAtomically)
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
@@ -53,6 +55,7 @@ class LoopNode(LifecycleNode):
         self.state = "unconfigured"
         self.loop = None
         self._configured = None              # objects of a configured node (see _build)
+        self.compiles = CompileWatch(self.get_logger().warning)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", qos.STATE)
         # a steady clock: diagnostics go on with use_sim_time and no /clock (a paused simulation)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics,
@@ -90,6 +93,16 @@ class LoopNode(LifecycleNode):
         closed_chain = bool(self.get_parameter("mapping.name").value)
         return preload.in_background(lambda: self.KERNELS(closed_chain), self.get_logger())
 
+    def on_activate(self, state):
+        """The subclasses call this last before their loop starts: the compile watch starts."""
+        self.compiles.start()
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        """The subclasses call this once their loop has stopped (and the controller's arm with it)."""
+        self.compiles.stop()
+        return super().on_deactivate(state)
+
     def on_cleanup(self, state):
         self._destroy_entities()
         self.state = "unconfigured"
@@ -97,18 +110,24 @@ class LoopNode(LifecycleNode):
 
     def on_shutdown(self, state):
         self._stop_loop()
+        self.compiles.stop()
         self._destroy_entities()
         self.state = "finalized"
         return super().on_shutdown(state)
 
     def on_error(self, state):
         self._stop_loop()
+        self.compiles.stop()
         self._destroy_entities()
         self.state = "unconfigured"
         return TransitionCallbackReturn.SUCCESS
 
     def _send_diagnostics(self, status, level, message, values):
-        """Publish `status` (a DiagnosticStatus) with its level, message and key/value pairs."""
+        """Publish `status` (a DiagnosticStatus) with its level, message and key/value pairs, and the
+        compile watch's figures."""
+        values["compiles after activate"] = self.compiles.count
+        if self.compiles.count:
+            values["last compile after activate"] = self.compiles.latest
         status.level, status.message = level, message
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         array = DiagnosticArray(status=[status])
@@ -129,6 +148,40 @@ class LoopNode(LifecycleNode):
         if not publisher.wait_for_all_acked(Duration(seconds=ACK_TIMEOUT)):
             self.get_logger().warning(f"{what} on {publisher.topic_name} was not acknowledged by every reliable "
                                       f"subscriber within {ACK_TIMEOUT:g} s")
+
+
+class CompileWatch(event.Listener):
+    """Numba's compiles between start() (activate) and stop() (deactivate): nothing may compile once
+    a loop runs (every function a node can call after activate is loaded before, preload.py), as a
+    compile holds the calling thread, and Numba's lock every other thread, for milliseconds to
+    seconds. Each is logged through `warn` naming the function, and counted (`count`, the latest's
+    name `latest`), for /diagnostics. A load from the kernel cache is no compile."""
+
+    def __init__(self, warn):
+        self.warn = warn
+        self.count = 0
+        self.latest = ""
+        self._watching = False
+
+    def start(self):
+        if not self._watching:
+            event.register("numba:compile", self)
+            self._watching = True
+
+    def stop(self):
+        if self._watching:
+            event.unregister("numba:compile", self)
+            self._watching = False
+
+    def on_start(self, ev):
+        function = ev.data["dispatcher"].py_func
+        self.count += 1
+        self.latest = f"{function.__module__}.{function.__qualname__}"
+        self.warn(f"Numba is compiling {self.latest}{tuple(ev.data['args'])} after activate (compile number "
+                  f"{self.count}): the loop waits for it; preload.py's loader of this node should run it")
+
+    def on_end(self, ev):
+        pass
 
 
 class _OneAtATimeButConfigure(CallbackGroup):

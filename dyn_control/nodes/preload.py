@@ -62,12 +62,13 @@ def dynamics_kernels():
 def controller_kernels(closed_chain=False):
     """The controller's loop: the tick kernel with every branch (a tree's, or the five-bar's for a
     closed chain), the joint-state parser, the rcl calls of its taking and publishing; the parsing
-    and building of trajectories, the fourier reference, and a Cartesian target's pose (its
-    quaternion, its frame's pose)."""
+    and building of trajectories (their checks, building and joining), the fourier reference, and a
+    Cartesian target's pose (its quaternion, its frame's pose)."""
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
     from ..control import fourier
+    from ..control import trajectory as trajectories
     from ..control.tick import ControllerTick
     from ..robots import bundled_urdf
     from ..urdf import load_urdf
@@ -92,17 +93,19 @@ def controller_kernels(closed_chain=False):
         frame_pose(model, model.create_data(), np.zeros(nv), model.frame_names[-1])
         ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
     trajectory_input.warm_up()
+    trajectories.warm_up()      # a trajectory's checks (~/joint_trajectory, the action), building and joining
     fourier.warm_up()
     rcl_io.preload()
 
 
 def simulator_kernels(closed_chain=False):
     """The simulator's step with and without an external wrench (the builtin one on a tree, the
-    five-bar's for a closed chain), a payload's inertia, the command parser, the clamp and divergence
-    checks, the rcl calls."""
+    five-bar's for a closed chain), a payload's inertia, g(q) (a robot that compensates gravity), the
+    command parser, the clamp and divergence checks, the rcl calls."""
     from rclpy.serialization import serialize_message
     from std_msgs.msg import Float64MultiArray
 
+    from ..dynamics import gravity
     from ..robots import bundled_urdf
     from ..simulation.builtin import BuiltinSimulator
     from ..urdf import load_urdf
@@ -119,6 +122,9 @@ def simulator_kernels(closed_chain=False):
         simulator.step(np.zeros(model.nv), np.zeros(6), "end_effector")
     else:
         model = load_urdf(bundled_urdf("arm7"))
+        # the public function first (its entry kernel compiles what it calls without Numba's runtime,
+        # kernels/__init__.py), then the step
+        gravity(model, model.create_data(), np.zeros(model.nv))   # gravity_compensation: robot (simulator.py)
         model.with_payload(model.frame_names[-1], 1.0, [0.0, 0.0, 0.1], np.eye(3) * 1e-3)   # payload.*
         simulator = BuiltinSimulator(model, 1e-3)
         simulator.step(np.zeros(model.nv))

@@ -47,16 +47,16 @@ Faults, as a real robot meets them:
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from ..jit import njit
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from ..dynamics import gravity
+from ..jit import njit
+from ..simulation.closed_chain import ClosedChainSimulator
 from . import params, preload, qos
 from .closed_chain import PARAMETER_PREFIX, active_theta, node_mapping
-from ..dynamics import gravity
-from ..simulation.closed_chain import ClosedChainSimulator
 from .lifecycle import LoopNode, spin
 from .params import Param
 from .rcl_io import RawPublisher
@@ -227,6 +227,21 @@ def self_reset_detector(sim):
     return lambda: bool(warnings.number[kinds].any())
 
 
+def message_templates(model):
+    """The serialized templates (wire.RawMessage) of the messages the loop publishes, by the name of
+    their publisher (`<name>_pub`): joint (/joint_states) and applied (~/applied_wrench)."""
+    nv = model.nv
+    joint_state = JointState(name=list(model.actuated_joints), position=markers(nv), velocity=markers(nv, 100.0),
+                             effort=markers(nv, 200.0))
+    applied = WrenchStamped()
+    return {
+        "joint": RawMessage(joint_state, {"position": joint_state.position, "velocity": joint_state.velocity,
+                                          "effort": joint_state.effort}),
+        "applied": vector_pair_template(applied, model.root_name,
+                                        {"force": applied.wrench.force, "torque": applied.wrench.torque}),
+    }
+
+
 def make_simulator(backend, model, urdf, dt, q0):
     if backend == "builtin":
         from ..simulation.builtin import BuiltinSimulator
@@ -361,14 +376,8 @@ class SimulatorNode(LoopNode):
         c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
         c.joint_pub = self.create_lifecycle_publisher(JointState, "joint_states", qos.STATE)
         c.applied_pub = self.create_lifecycle_publisher(WrenchStamped, "~/applied_wrench", qos.STATE)
-        nv = model.nv
-        joint_state = JointState(name=list(model.actuated_joints), position=markers(nv),
-                                 velocity=markers(nv, 100.0), effort=markers(nv, 200.0))
-        c.joint_raw = RawMessage(joint_state, {"position": joint_state.position, "velocity": joint_state.velocity,
-                                               "effort": joint_state.effort})
-        applied = WrenchStamped()
-        c.applied_raw = vector_pair_template(applied, model.root_name,
-                                             {"force": applied.wrench.force, "torque": applied.wrench.torque})
+        templates = message_templates(model)
+        c.joint_raw, c.applied_raw = templates["joint"], templates["applied"]
         c.joint_out, c.applied_out = RawPublisher(c.joint_pub, c.joint_raw), RawPublisher(c.applied_pub, c.applied_raw)
         # compile (or load) the command parser now
         parse_float64_array(message_view(serialize_message(Float64MultiArray(data=[0.0]))), c.received)

@@ -8,17 +8,20 @@ publishing a Float64MultiArray as an object ~15 us, as bytes ~4 us). So
   into the loop's arrays (parse_joint_state, parse_float64_array); a trajectory's points are read
   from its bytes without the GIL (parse_joint_trajectory, gather_doubles), as rclpy's conversion of
   a large one into Python objects would stall the loop thread (10,000 points: ~85 ms);
-- outputs are a serialized template of the message (rclpy's own serializer, once, at configure)
-  whose numbers are overwritten in place through NumPy views (RawMessage), then published as they
-  are (rcl_io.RawPublisher: through rcl directly, without a copy).
+- outputs are a serialized template of the message (`serialize`, once, at configure) whose numbers
+  are overwritten in place through NumPy views (RawMessage), then published as they are
+  (rcl_io.RawPublisher: through rcl directly, without a copy).
 
 Encoding: CDR, little endian (the encapsulation rmw_fastrtps uses on x86 and ARM); offsets inside
 the payload are aligned relative to its start, 4 bytes after the encapsulation header. A sequence
 of doubles is its uint32 length (4-aligned) then, when not empty, the values 8-aligned.
 """
+import struct
+
 import numpy as np
+from rosidl_parser.definition import AbstractNestedType, AbstractSequence, AbstractString, BasicType
+
 from ..jit import njit
-from rclpy.serialization import serialize_message
 
 ENCAPSULATION = 4       # bytes of the CDR encapsulation header before the payload
 
@@ -275,6 +278,51 @@ def decode_names(raw, start, count):
     return names
 
 
+# struct codes of the basic types (rosidl_parser's names)
+_CODES = {"boolean": "?", "octet": "B", "char": "B", "uint8": "B", "int8": "b", "uint16": "H", "int16": "h",
+          "uint32": "I", "int32": "i", "uint64": "Q", "int64": "q", "float": "f", "double": "d"}
+
+
+def serialize(message):
+    """The CDR of an rclpy message, byte-exact as rosbags and ros2 bag write it: little-endian plain
+    CDR, zero padding, nothing after the last field. (rclpy's serialize_message is not: rmw_fastrtps
+    sizes its buffer by the type support's estimate, which pads an empty sequence of 8-byte values
+    as if it had any, so a JointState with efforts only came out 8 bytes longer than its CDR, and
+    rosbags refuses it, "CDR message size mismatch"; and it leaves the padding bytes as the heap had
+    them.)"""
+    out = bytearray(b"\x00\x01\x00\x00")
+    _write_message(out, message)
+    return bytes(out)
+
+
+def _write_message(out, message):
+    for name, kind in zip(message.get_fields_and_field_types(), message.SLOT_TYPES):
+        _write(out, kind, getattr(message, name))
+
+
+def _write(out, kind, value):
+    if isinstance(kind, AbstractNestedType):        # an array's items; a sequence's count first
+        if isinstance(kind, AbstractSequence):
+            _write_basic(out, "I", len(value))
+        for item in value:
+            _write(out, kind.value_type, item)
+    elif isinstance(kind, AbstractString):
+        data = value.encode() + b"\x00"
+        _write_basic(out, "I", len(data))
+        out += data
+    elif isinstance(kind, BasicType):
+        _write_basic(out, _CODES[kind.typename], value)
+    else:
+        _write_message(out, value)
+
+
+def _write_basic(out, code, value):
+    """`value` aligned to its size from the payload's start (zero padding)."""
+    size = struct.calcsize(code)
+    out += bytes(-(len(out) - ENCAPSULATION) % size)
+    out += struct.pack("<" + code, ord(value) if isinstance(value, (bytes, str)) else value)
+
+
 class RawMessage:
     """A serialized message template whose float64 fields are rewritten in place.
 
@@ -285,7 +333,7 @@ class RawMessage:
     a copy to publish."""
 
     def __init__(self, prototype, fields):
-        self.buffer = bytearray(serialize_message(prototype))
+        self.buffer = bytearray(serialize(prototype))
         self.array = np.frombuffer(self.buffer, dtype=np.uint8)    # the same bytes (fixed in place)
         self.views = {}
         for key, values in fields.items():
