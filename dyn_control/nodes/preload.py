@@ -10,9 +10,10 @@ configure that comes earlier waits on Numba's compiler lock for what is still lo
 takes longer than PROGRESS_PERIOD (Numba compiling what its cache lacks) says so in the log every
 PROGRESS_PERIOD, with the number of functions compiled so far.
 
-`dyn-control compile` runs the loaders here (LOADERS, all by default, the public functions' entry
-kernels first: dynamics_kernels) in the foreground; the package's install step runs it (setup.py),
-so that an installed package starts with a filled cache.
+`dyn-control compile` runs the loaders here (LOADERS, all by default), each in a process of its own
+that calls its public functions before anything else (their entry kernels compile what they call
+without Numba's runtime: kernels/__init__.py); the package's install step runs it (setup.py), so
+that an installed package starts with a filled cache (kernel_cache.py).
 """
 import contextlib
 import threading
@@ -136,7 +137,7 @@ def simulator_kernels(closed_chain=False):
 
 
 # the CPU time of each loader into an empty cache of its own (make bench: bench_compile.py), in
-# seconds: `dyn-control compile` gives the longest first to the least loaded of its processes
+# seconds: `dyn-control compile` starts the longest first
 COMPILE_COST = {"dynamics": 150.0, "closed_chain_controller": 108.0, "controller": 95.0,
                 "closed_chain_simulator": 60.0, "simulator": 40.0}
 
