@@ -620,4 +620,8 @@ def main(args=None):
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m` (the bringup) runs this file as __main__: run the package's module instead, whose
+    # compiled functions (clamp_efforts, diverged_joint) are those the preload loaded, not copies of
+    # them that would compile at every configure
+    from dyn_control.nodes.simulator import main as package_main
+    package_main()
