@@ -115,7 +115,7 @@ def test_every_entry_point_finds_the_kernels_compiled_once(tmp_path, compiled_ke
 def test_a_kernel_compiled_for_callers_of_different_flags_keeps_both_entries(compiled_kernels):
     """rnea's kernel is compiled without Numba's runtime for the public rnea (its entry kernel is
     `_nrt=False`) and with it for the controller's tick: after `dyn-control compile` (the Makefile's)
-    the cache holds both, neither removed by the other's save, and a new process loads each."""
+    the cache's index holds both, neither removed by the other's save, each with its data file."""
     import pickle
 
     from dyn_control.kernel_cache import cache_dirs
