@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import numpy as np
+from compile_events import RECORDER
 
 import dyn_control as dc
 from dyn_control.nodes.preload import LOADERS
@@ -21,19 +22,9 @@ ARM = os.path.join(REPOSITORY, "config", "urdf", "arm7.urdf")
 
 # a user's script: gravity, rnea and crba on the bundled arm; prints the results and the names of
 # the functions Numba compiled
-SCRIPT = r"""
+SCRIPT = RECORDER + r"""
 import json, sys
 import numpy as np
-from numba.core import event
-
-class Compiles(event.Listener):
-    names = []
-    def on_start(self, ev):
-        self.names.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Compiles())
 import dyn_control as dc
 model = dc.load_urdf(sys.argv[1])
 data = model.create_data()

@@ -25,6 +25,7 @@ from rclpy.executors import SingleThreadedExecutor
 
 import dyn_control as dc
 from dyn_control.nodes import lifecycle, preload
+from compile_events import RECORDER
 from ros_harness import write_parameter_file
 
 pytestmark = pytest.mark.ros
@@ -197,22 +198,13 @@ def test_progress_counts_the_functions_numba_compiles_and_not_its_cache_loads(mo
 
 # a node process of an installed copy: preload and configure from its share folder's config, every
 # Numba compile recorded (a load from the cache is none)
-INSTALLED_NODE = r"""
+INSTALLED_NODE = RECORDER + r"""
 import json, sys
 import rclpy
-from numba.core import event
 import dyn_control
 from dyn_control.nodes import simulator
 from dyn_control.robots import config_dir
 
-class Compiles(event.Listener):
-    names = []
-    def on_start(self, ev):
-        self.names.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Compiles())
 rclpy.init(args=["--ros-args", "--params-file", config_dir() + "/demo.yaml"])
 node = simulator.SimulatorNode()
 node.preload_kernels().join()
