@@ -158,7 +158,7 @@ def time_to_first_command(config, env=None):
 def loop_run(config, with_callbacks):
     """One DURATION s run of the demo's loop beside the bare timer; the listener's report, the
     timer's, and the callback subscriber's counts (or None)."""
-    from dyn_control.nodes.cli import bringup
+    from dyn_control.nodes.bringup import bringup
     extra = child("callback-subscriber", DURATION + 20) if with_callbacks else None
     timer = child("bare-timer", DURATION + 10)
     watcher = child("listener", DURATION + 10)

@@ -9,7 +9,7 @@ import time
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
-from dyn_control.nodes.cli import bringup  # noqa: E402
+from dyn_control.nodes.bringup import bringup  # noqa: E402
 
 COMMANDS = "/effort_controller/commands"
 

@@ -10,7 +10,7 @@ os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 101)
 
 import yaml  # noqa: E402
 
-from dyn_control.nodes.cli import bringup  # noqa: E402
+from dyn_control.nodes.bringup import bringup  # noqa: E402
 
 
 def nested(parameters):

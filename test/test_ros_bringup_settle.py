@@ -17,7 +17,7 @@ import ros_harness  # noqa: F401  (this process's own ROS domain)
 from std_msgs.msg import Float64MultiArray
 
 import dyn_control as dc
-from dyn_control.nodes import cli, qos
+from dyn_control.nodes import bringup, discovery, qos
 from ros_harness import write_parameter_file
 
 pytestmark = pytest.mark.ros
@@ -46,12 +46,12 @@ class FirstCommand:
 
 
 def test_the_controller_is_activated_after_the_discovery_stall_of_its_start(tmp_path, capfd):
-    if cli.discovery_settle() == 0.0:
+    if discovery.discovery_settle() == 0.0:
         pytest.skip(f"no discovery wait with {os.environ.get('RMW_IMPLEMENTATION')} (Fast DDS only)")
     params = write_parameter_file(tmp_path / "params.yaml", {"dyn_controller": {"urdf_path": URDF},
                                                              "dyn_simulator": {"urdf_path": URDF}})
     watch = FirstCommand()
-    assert cli.bringup(params, 1.0, watch) == 0
+    assert bringup.bringup(params, 1.0, watch) == 0
     first_lines = {}
     for stamp, name in FIRST_LOG_LINE.findall(capfd.readouterr().err):
         first_lines.setdefault(name, float(stamp))

@@ -15,7 +15,7 @@ velocity term. With both cores busy the process used
 to end before that command reached a reliable subscriber (the last one recorded here was a braking
 command or a step of the ramp to the hold torque in 1 to 8 of 16-24 runs); the controller now
 waits for the acknowledgement. (Each node's start-up log names the entry of its parameter file
-that applied to it, and the first command comes no earlier than cli.discovery_settle() after the
+that applied to it, and the first command comes no earlier than discovery.discovery_settle() after the
 controller's process started.)
 """
 import math
@@ -35,7 +35,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 import dyn_control as dc
-from dyn_control.nodes import cli, qos
+from dyn_control.nodes import discovery, qos
 from ros_harness import write_parameter_file
 
 pytestmark = pytest.mark.ros
@@ -100,9 +100,9 @@ def test_a_second_sigint_during_a_clean_stop_is_no_crash(tmp_path, gap):
         assert "Traceback" not in output, output
         # at start-up each node said which entry of its file applied (issue 22.1)
         assert f"1 entry applied: /**/{name} (" in output, output
-    # autostart activates the controller cli.discovery_settle() after its process joined the graph
+    # autostart activates the controller discovery.discovery_settle() after its process joined the graph
     first_time = min(received, key=lambda r: r[0])[0]
-    assert first_time - spawned >= cli.discovery_settle() * 1e9, \
+    assert first_time - spawned >= discovery.discovery_settle() * 1e9, \
         f"the first command {(first_time - spawned) / 1e9:.2f} s after the controller's process started"
     last_time, last = max(received, key=lambda r: r[0])
     assert last_time > signalled, "no command published after the signal (the one of the deactivation)"

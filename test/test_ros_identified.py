@@ -17,7 +17,7 @@ import ros_harness  # noqa: F401  (this process's own ROS domain)
 import yaml
 
 import dyn_control as dc
-from dyn_control.nodes.cli import bringup
+from dyn_control.nodes.bringup import bringup
 from dyn_control.nodes.demo import DemoMonitor, identify_demo, run_demo
 
 pytestmark = pytest.mark.ros

@@ -10,7 +10,7 @@
 - the controller started as launch starts it (its process, the config then the override as
   parameter files) activates once: a deactivate from outside, as `ros2 lifecycle set` or a lifecycle
   manager sends it, stays past the moment the launch files' old handler activated it again
-  (cli.discovery_settle() after every transition to inactive), and SIGINT then ends it with code 0;
+  (discovery.discovery_settle() after every transition to inactive), and SIGINT then ends it with code 0;
 - the bundled parameter files name only parameters the nodes declare, and bringup finds their nodes;
 - the Gazebo URDF (gz_ros2_control system and plugin) is well formed and leaves the robot model as
   the plain URDF gives it.
@@ -33,7 +33,8 @@ import ros_harness  # noqa: F401  (this process's own ROS domain, inherited by t
 
 import dyn_control as dc
 from dyn_control.nodes import controller, param_files, simulator
-from dyn_control.nodes.cli import check_config, discovery_settle, nodes_in_config
+from dyn_control.nodes.bringup import check_config, nodes_in_config
+from dyn_control.nodes.discovery import discovery_settle
 from dyn_control.nodes.robot import check_forward_controller_joints, parameter_files
 from dyn_control.nodes.gazebo import GZ_PLUGIN_FILE, GZ_SYSTEM, with_gz_ros2_control
 from dyn_control.robots import config_dir

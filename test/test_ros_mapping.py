@@ -18,7 +18,7 @@ import yaml
 from scipy.spatial.transform import Rotation
 
 import dyn_control as dc
-from dyn_control.nodes.cli import bringup
+from dyn_control.nodes.bringup import bringup
 from dyn_control.robots import config_dir
 from ros_harness import RecordingMonitor
 

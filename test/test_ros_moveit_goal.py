@@ -31,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import dyn_control as dc
 from dyn_control.control.trajectory import START_TOLERANCE
-from dyn_control.nodes.cli import bringup
+from dyn_control.nodes.bringup import bringup
 from ros_harness import RecordingMonitor, write_parameter_file
 
 pytestmark = pytest.mark.ros

@@ -17,7 +17,7 @@ from std_msgs.msg import Float64MultiArray
 
 import dyn_control as dc
 from dyn_control.nodes import qos
-from dyn_control.nodes.cli import bringup
+from dyn_control.nodes.bringup import bringup
 
 pytestmark = pytest.mark.ros
 

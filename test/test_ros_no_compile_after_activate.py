@@ -36,7 +36,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import dyn_control as dc
-from dyn_control.nodes import cli, qos
+from dyn_control.nodes import bringup, discovery, qos
 from dyn_control.nodes.lifecycle import CompileWatch
 from dyn_control.nodes.spinner import Spinner
 from dyn_control.task_space import rotation_to_quaternion
@@ -107,7 +107,7 @@ class Driver:
 
     def __init__(self, children):
         self.children = children
-        with cli._announcing_often():       # the nodes find this participant at once, as the bringup's
+        with discovery.announcing_often():       # the nodes find this participant at once, as the bringup's
             self.context = rclpy.Context()
             rclpy.init(args=[], context=self.context)
             self.node = rclpy.create_node("no_compile_driver", context=self.context)
@@ -155,8 +155,8 @@ class Driver:
 
     def transition(self, names, step):
         children = [self.children[name] for name in names]
-        if step in cli.TRANSITION_STATES:
-            assert cli.transition(children, step, list(self.children.values())), f"{step} of {names} failed"
+        if step in bringup.TRANSITION_STATES:
+            assert bringup.transition(children, step, list(self.children.values())), f"{step} of {names} failed"
             return
         request = ChangeState.Request()
         request.transition.id = getattr(Transition, f"TRANSITION_{step.upper()}")
@@ -242,7 +242,7 @@ def test_nothing_compiles_in_the_running_nodes(tmp_path, monkeypatch):
     children = {}
     for name in NODES:
         monkeypatch.setenv("NUMBA_CACHE_DIR", str(caches[name]))
-        children[name] = cli._NodeProcess("/", name, config)
+        children[name] = bringup._NodeProcess("/", name, config)
     driver = Driver(children)
     root = dc.load_urdf(URDF).root_name
     position, quaternion = tool_pose()
@@ -253,7 +253,7 @@ def test_nothing_compiles_in_the_running_nodes(tmp_path, monkeypatch):
     try:
         both = list(NODES)
         driver.transition(both, "configure")
-        time.sleep(cli._discovery_settle(list(children.values())))
+        time.sleep(bringup._discovery_settle(list(children.values())))
         driver.transition(["dyn_controller"], "activate")
         driver.transition(["dyn_simulator"], "activate")
 

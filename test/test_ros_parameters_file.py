@@ -30,7 +30,7 @@ from rclpy.executors import MultiThreadedExecutor
 
 import dyn_control as dc
 from dyn_control.nodes import controller, param_files, params
-from dyn_control.nodes.cli import check_config
+from dyn_control.nodes.bringup import check_config
 from dyn_control.nodes.controller import ControllerNode
 from dyn_control.nodes.simulator import SimulatorNode
 

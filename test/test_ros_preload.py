@@ -16,7 +16,7 @@ import pytest
 import ros_harness  # noqa: F401  (own DDS domain)
 from oracles import robot_urdf
 
-from dyn_control.nodes import cli
+from dyn_control.nodes import discovery
 from dyn_control.robots import config_dir
 
 # the start of both scripts below: `added` records every kernel signature compiled or loaded
@@ -114,22 +114,22 @@ def test_the_running_loops_compile_nothing(config):
 
 
 def test_the_discovery_profile_is_set_only_within_and_names_the_announcement_period():
-    os.environ.pop(cli.PROFILES_VARIABLE, None)
-    with cli._announcing_often():
-        path = os.environ[cli.PROFILES_VARIABLE]
+    os.environ.pop(discovery.PROFILES_VARIABLE, None)
+    with discovery.announcing_often():
+        path = os.environ[discovery.PROFILES_VARIABLE]
         root = ElementTree.parse(path).getroot()
-    assert cli.PROFILES_VARIABLE not in os.environ and not os.path.exists(path)
+    assert discovery.PROFILES_VARIABLE not in os.environ and not os.path.exists(path)
     namespace = {"dds": "http://www.eprosima.com"}
     period = root.find(".//dds:leaseAnnouncement", namespace)
     participant = root.find(".//dds:participant", namespace)
     assert participant.get("is_default_profile") == "true"
     assert int(period.find("dds:sec", namespace).text) == 0
-    assert int(period.find("dds:nanosec", namespace).text) == cli.ANNOUNCEMENT_PERIOD_NS
+    assert int(period.find("dds:nanosec", namespace).text) == discovery.ANNOUNCEMENT_PERIOD_NS
 
 
 def test_a_profiles_file_of_the_user_is_left_alone(monkeypatch, tmp_path):
     mine = tmp_path / "mine.xml"
-    monkeypatch.setenv(cli.PROFILES_VARIABLE, str(mine))
-    with cli._announcing_often():
-        assert os.environ[cli.PROFILES_VARIABLE] == str(mine)
-    assert os.environ[cli.PROFILES_VARIABLE] == str(mine)
+    monkeypatch.setenv(discovery.PROFILES_VARIABLE, str(mine))
+    with discovery.announcing_often():
+        assert os.environ[discovery.PROFILES_VARIABLE] == str(mine)
+    assert os.environ[discovery.PROFILES_VARIABLE] == str(mine)

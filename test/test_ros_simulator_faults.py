@@ -36,8 +36,9 @@ from std_msgs.msg import Float64MultiArray
 
 import dyn_control as dc
 from dyn_control.nodes import qos
-from dyn_control.nodes.cli import FATAL_EXIT_CODE, FatalReports, bringup
-from dyn_control.nodes.simulator import SimulatorNode, clamp_efforts, diverged_joint
+from dyn_control.nodes.bringup import FATAL_EXIT_CODE, FatalReports, bringup
+from dyn_control.nodes.simulator import SimulatorNode
+from dyn_control.simulation.guards import clamp_efforts, diverged_joint
 
 URDF = dc.bundled_urdf("arm7")
 Q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])

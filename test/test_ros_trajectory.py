@@ -10,7 +10,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import dyn_control as dc
 from ros_harness import RecordingMonitor, write_parameter_file
-from dyn_control.nodes.cli import bringup
+from dyn_control.nodes.bringup import bringup
 
 pytestmark = pytest.mark.ros
 

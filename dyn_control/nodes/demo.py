@@ -8,7 +8,7 @@ import numpy as np
 import yaml
 
 from ..robots import config_dir
-from .cli import bringup
+from .bringup import bringup
 
 RMS_WINDOW = 1.0    # [s] of tracking error in the status line's RMS
 # [s] before and after a reversal of the reference's velocity left out of the figures "off reversals":

@@ -39,7 +39,7 @@ import time
 import numpy as np
 import yaml
 
-from .cli import bringup
+from .bringup import bringup
 
 RATE_HZ = 1000.0
 RATE_LIMIT = 1000.0          # [N m/s], the controller's default

@@ -25,7 +25,7 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from . import param_files, params, preload, qos
-from .cli import discovery_settle
+from .discovery import discovery_settle
 from .spinner import Spinner
 from .stop_flag import StopFlag
 
@@ -220,7 +220,7 @@ class _OneAtATimeButConfigure(CallbackGroup):
 def spin(node_class, args=None):
     """`ros2 run dyn_control <node>` (and each process of `dyn-control bringup`): spin one node,
     configured and activated at once when its `autostart` parameter is true (a controller no earlier
-    than cli.discovery_settle() after this process joined the graph, as the bringup and the launch
+    than discovery.discovery_settle() after this process joined the graph, as the bringup and the launch
     files do: README, "Joint states late in transit"). The loop's kernels start loading at once
     (preload.py), while the node is being discovered.
 

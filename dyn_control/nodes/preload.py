@@ -109,9 +109,9 @@ def simulator_kernels(closed_chain=False):
     from ..dynamics import gravity
     from ..robots import bundled_urdf
     from ..simulation.builtin import BuiltinSimulator
+    from ..simulation.guards import clamp_efforts, diverged_joint
     from ..urdf import load_urdf
     from . import rcl_io
-    from .simulator import clamp_efforts, diverged_joint
     from .wire import message_view, parse_float64_array
     if closed_chain:
         from ..mappings import load_mapping

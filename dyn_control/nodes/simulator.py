@@ -53,8 +53,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..dynamics import gravity
-from ..jit import njit
 from ..simulation.closed_chain import ClosedChainSimulator
+from ..simulation.guards import clamp_efforts, diverged_joint
 from . import params, preload, qos
 from .closed_chain import PARAMETER_PREFIX, active_theta, node_mapping
 from .lifecycle import LoopNode, spin
@@ -174,32 +174,6 @@ def drive_effort_limits(model, default):
     limits = coordinate_effort_limits(model)
     limits[~(limits > 0.0) | ~np.isfinite(limits)] = default
     return limits
-
-
-@njit(cache=True, nogil=True)
-def clamp_efforts(tau, limit):
-    """tau clamped in place to [-limit, limit] per entry; True when an entry was beyond."""
-    clamped = False
-    for k in range(tau.shape[0]):
-        if tau[k] > limit[k]:
-            tau[k] = limit[k]
-            clamped = True
-        elif tau[k] < -limit[k]:
-            tau[k] = -limit[k]
-            clamped = True
-    return clamped
-
-
-@njit(cache=True, nogil=True)
-def diverged_joint(q, v, q_before, max_velocity, dt):
-    """Index of the first joint whose new state (q, v) is not finite, whose speed is above
-    max_velocity, or that moved more than max_velocity dt since q_before (a step earlier); -1 if none."""
-    for k in range(q.shape[0]):
-        if not (np.isfinite(q[k]) and np.isfinite(v[k])):
-            return k
-        if abs(v[k]) > max_velocity or abs(q[k] - q_before[k]) > max_velocity * dt:
-            return k
-    return -1
 
 
 def hold_at_rest(sim, q):
