@@ -48,6 +48,21 @@ def test_a_missing_optional_dependency_is_one_line_naming_the_extra(hidden, args
     assert result.stdout == ""
 
 
+def test_record_into_an_existing_folder_fails_naming_it(tmp_path):
+    result = run("record", str(tmp_path), "--duration", "0.1")
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"record: bag output '{tmp_path}' exists already (a bag is a new folder)"
+
+
+def test_record_writes_a_bag_that_rosbags_reads(tmp_path):
+    from rosbags.rosbag2 import Reader
+    result = run("record", str(tmp_path / "bag"), "--duration", "0.5")
+    assert result.returncode == 0, result.stdout + result.stderr
+    with Reader(tmp_path / "bag") as reader:
+        assert {c.topic for c in reader.connections} <= {"/joint_states", "/effort_controller/commands",
+                                                          "/dyn_controller/desired"}
+
+
 def test_bringup_of_a_missing_file_fails():
     result = run("bringup", "/nonexistent/params.yaml")
     assert result.returncode == 2 and "no such file" in result.stderr

@@ -1,7 +1,7 @@
-"""The identification commands of `dyn-control` (nodes/cli.py registers them with add_commands):
+"""The identification commands of `dyn-control` (nodes/cli.py registers them with add_commands; it
+holds `dyn-control record`, which records a bag from the running graph, too):
 
     dyn-control excite ROBOT.urdf [--duration 10] [--harmonics 5] [-o excitation.yaml]
-    dyn-control record OUTPUT [--duration S] [--topics T ...]
     dyn-control identify BAG --urdf ROBOT.urdf [-o identified.yaml] [--validation 0.3] [--cutoff HZ]
                          [--prior urdf|mesh --density RHO] [--effort-delay S] [--plot out.png]
                          [--urdf-out identified.urdf]
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-COMMANDS = ("excite", "record", "identify")
+COMMANDS = ("excite", "identify")
 
 
 def add_commands(commands):
@@ -32,11 +32,6 @@ def add_commands(commands):
     excite.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     excite.add_argument("--no-joint-terms", action="store_true", help="design for the inertial parameters only")
 
-    record = commands.add_parser("record", help="record joint states and commands into an MCAP bag")
-    record.add_argument("output", help="the bag to write (a new folder)")
-    record.add_argument("--duration", type=float, default=None, help="seconds (default: until Ctrl-C)")
-    record.add_argument("--topics", nargs="+", help="topics (default /joint_states, "
-                        "/effort_controller/commands, /dyn_controller/desired); TOPIC:pkg/msg/Type to give a type")
 
     identify = commands.add_parser("identify", help="identify the robot's parameters from a bag")
     identify.add_argument("bag", help="a rosbag2 bag (MCAP or sqlite3) with sensor_msgs/JointState")
@@ -65,9 +60,6 @@ def run(args):
     try:
         if args.command == "excite":
             return _excite(args)
-        if args.command == "record":
-            from ..nodes.bag_recorder import record
-            return record(args.output, args.duration, args.topics)
         return _identify(args)
     except (IdentificationError, ValueError) as error:
         print(f"{args.command}: {error}", file=sys.stderr)

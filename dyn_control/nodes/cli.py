@@ -4,6 +4,8 @@
     dyn-control demo [--robot arm|five_bar] [--duration S] [--output DIR] [--mismatch [--matched | --identify]]
                      [--backend builtin|mujoco] [--record [PATH]]
     dyn-control compile [KERNELS ...]
+    dyn-control record OUTPUT [--duration S] [--topics T ...]
+    dyn-control excite | identify ...   (identification/cli.py)
 
 bringup starts each node of a ROS 2 parameter file in a process of its own and drives their
 lifecycles (bringup.py).
@@ -139,8 +141,13 @@ def main(argv=None):
     demo_args.add_argument("--record", nargs="?", const="", default=None, metavar="PATH",
                            help="record the joint states, the commands and ~/desired into an MCAP bag at PATH (a new "
                            "folder; default OUTPUT/<config name>_bag, replaced on each run)")
+    record_args = commands.add_parser("record", help="record joint states and commands into an MCAP bag")
+    record_args.add_argument("output", help="the bag to write (a new folder)")
+    record_args.add_argument("--duration", type=float, default=None, help="seconds (default: until Ctrl-C)")
+    record_args.add_argument("--topics", nargs="+", help="topics (default /joint_states, /effort_controller/commands, "
+                             "/dyn_controller/desired); TOPIC:pkg/msg/Type to give a type")
     from ..identification import cli as identification
-    identification.add_commands(commands)     # excite, record, identify
+    identification.add_commands(commands)     # excite, identify
     args = parser.parse_args(argv)
     missing = _missing_extra(args)
     if missing:
@@ -152,6 +159,13 @@ def main(argv=None):
         if not os.path.isfile(args.config):
             parser.error(f"no such file: {args.config}")
         return bringup(os.path.abspath(args.config), args.duration, namespace="/" + args.namespace.strip("/"))
+    if args.command == "record":
+        from .bag_recorder import record
+        try:
+            return record(args.output, args.duration, args.topics)
+        except ValueError as error:         # the bag or a topic refused (bag_recorder.BagRecorder)
+            print(f"record: {error}", file=sys.stderr)
+            return 1
     if args.command == "compile":
         if args.jobs is not None and args.jobs < 1:
             parser.error("--jobs must be at least 1")
