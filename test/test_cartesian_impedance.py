@@ -320,3 +320,19 @@ def test_the_thresholds_grow_with_the_acceleration_and_isolation_takes_the_last_
     mask[1] = 0.0
     s[T.S_COLLISION_LEVEL] = NONE
     assert not detect(s, residual, lower, upper, np.zeros(4), mask, snapshot)
+
+
+@pytest.mark.kernels
+def test_a_collision_lasts_until_every_residual_is_below_its_lower_threshold():
+    """A residual that rings about the upper threshold after an impact is one collision: the level
+    stays COLLISION while any joint is above its lower threshold; a new one counts after NONE."""
+    from dyn_control.control.collision import COLLISION, NONE, detect
+    s = np.zeros(T.NS)
+    lower, upper = np.full(3, 1.0), np.full(3, 3.0)
+    mask, snapshot, zero = np.ones(3), np.zeros(3), np.zeros(3)
+    levels = []
+    for size in (4.0, 2.0, 3.5, 1.5, 4.0, 0.5, 4.0):
+        detect(s, np.array([0.0, size, 0.0]), lower, upper, zero, mask, snapshot)
+        levels.append(s[T.S_COLLISION_LEVEL])
+    assert levels == [COLLISION] * 5 + [NONE, COLLISION]
+    assert s[T.S_COLLISIONS] == 2 and s[T.S_CONTACTS] == 2

@@ -51,10 +51,11 @@ from ..kernels.reduced_dynamics import project, reduced_inverse_dynamics, reduce
 from ..kernels.rnea import rnea
 from ..model import PARAMETER_NAMES
 from .computed_torque import braking_acceleration, tracking_acceleration
-from .flags import (NS, S_BRAKE, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_ESTIMATE, S_ESTIMATOR_RESETS,
-                    S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT, S_OMEGA, S_POINT, S_RESET,
-                    S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT, S_WANT_WRENCH, S_WRENCH_DAMPING, S_WRENCH_OK)
-from .momentum_observer import damped_least_squares, observer_step
+from .flags import (NS, S_BRAKE, S_COMPENSATION, S_COUNT, S_CUTOFF_HZ, S_DT, S_EFFORT_MEASURED, S_ESTIMATE,
+                    S_ESTIMATOR_RESETS, S_FILTER_STARTED, S_GRADIENTS, S_HAS_EFFORT, S_NEW_SAMPLE, S_NEXT,
+                    S_OMEGA, S_POINT, S_RESET, S_SAFE, S_SAFE_ZERO, S_T, S_WANT_GRADIENT, S_WANT_WRENCH,
+                    S_WRENCH_DAMPING, S_WRENCH_OK)
+from .momentum_observer import damped_least_squares, efforts_measured, observer_step
 from .parameter_gradient import filter_acceleration, row_starts, window_gradient, window_push, window_pushed
 from .reference import controlled_mask, follow_measured, sine_reference
 from .safety import accumulate_tracking_error, finish_command, hold_torque, tracked_reference
@@ -235,11 +236,16 @@ def closed_chain_tick(f, fo, ints, io):
     # 3. estimators, once per new sample
     if closed and s[S_ESTIMATE] != 0.0 and (s[S_NEW_SAMPLE] != 0.0 or s[S_RESET] != 0.0):
         tau_applied = field1(f, fo, TAU_APPLIED, na)
-        measured = field1(f, fo, EFFORT, nv) if s[S_HAS_EFFORT] != 0.0 else tau
+        effort = field1(f, fo, EFFORT, nv)
+        measured = efforts_measured(s[S_HAS_EFFORT] != 0.0, effort)
+        source = effort if measured else tau
         for k in range(na):
-            tau_applied[k] = measured[active[k]]
-        if s[S_RESET] != 0.0 or not _estimators_step(f, fo, ints, io, s[S_DT]):
-            if s[S_RESET] == 0.0:
+            tau_applied[k] = source[active[k]]
+        # a change of the torque's source starts the momentum balance over (tick.py)
+        switched = s[S_RESET] == 0.0 and measured != (s[S_EFFORT_MEASURED] != 0.0)
+        s[S_EFFORT_MEASURED] = 1.0 if measured else 0.0
+        if s[S_RESET] != 0.0 or switched or not _estimators_step(f, fo, ints, io, s[S_DT]):
+            if s[S_RESET] == 0.0 and not switched:
                 s[S_ESTIMATOR_RESETS] += 1.0
             _reset_estimators(f, fo, ints, io)
 

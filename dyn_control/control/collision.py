@@ -7,11 +7,17 @@ per-joint thresholds that grow with the reference acceleration, where the model'
     threshold_i = base_i + acceleration_gain * |a_i|    [N m; a in rad/s^2]
 (a: the joint reference's acceleration a_r in joint mode; the estimated acceleration in Cartesian
 mode, which has no joint reference).
-A joint above its lower threshold is in **contact**; above its upper threshold, a **collision**.
+A joint above its lower threshold is in **contact**; above its upper threshold, a **collision**. A
+collision lasts until every residual is back below its lower threshold (a residual that rings about
+the upper threshold after an impact is one collision), and none is detected while a reaction holds
+(the collision is latched until the caller resets it).
 Detection starts SETTLING observer time constants (1 / K_O of its slowest joint) after each
 restart of the observer (arm_after_restart): its residual starts from zero and needs them to reflect
-the torques of the moment (at start-up the robot may still be held by its brakes, an external torque
-for as long as the joint states show no command yet).
+the torques of the moment. It waits while the joint states carry efforts that are all zero: a robot
+held by its brakes (a simulator until its first command, a robot before its brakes release) applies
+none of the commands, and its brakes' torque would look external; once measured efforts come, the
+observer restarts on them (tick.py: a change of the applied torque's source) and detection starts
+SETTLING time constants later. Joint states without efforts leave the observer the commands.
 Isolation: the collided link is the child link of the last joint along the chain (the highest
 joint index, bodies being in depth-first order) whose residual is above its lower threshold: an
 impact on link k loads joints 1..k, and the joints beyond it see only noise.
@@ -71,6 +77,8 @@ def detect(s, residual, lower, upper, acceleration, mask, snapshot):
             if size > upper[k] + margin:
                 level = COLLISION
     previous = s[S_COLLISION_LEVEL]
+    if level == CONTACT and previous == COLLISION:
+        level = COLLISION       # until every residual is below its lower threshold (module docstring)
     s[S_COLLISION_LEVEL] = level
     if level != NONE and previous == NONE:
         s[S_CONTACTS] += 1.0

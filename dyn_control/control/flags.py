@@ -15,7 +15,7 @@ __all__ = [
     "S_REACTION", "S_COLLISION_ACCEL_GAIN", "S_REFLEX_DISTANCE", "S_REFLEX_DURATION",
     "S_POSE_OK", "S_COLLISION_LEVEL", "S_COLLIDED", "S_COLLISION_JOINT", "S_COLLISION_TIME", "S_CONTACTS",
     "S_COLLISIONS", "S_DETECT_FROM", "S_BRAKE_SPEED", "S_BRAKING_FIRST", "S_BRAKINGS_FIRST",
-    "NS", "JOINT_MODE", "CARTESIAN_MODE",
+    "S_EFFORT_MEASURED", "NS", "JOINT_MODE", "CARTESIAN_MODE",
 ]
 
 (
@@ -54,6 +54,9 @@ __all__ = [
     # re-engagement (safety.py): the speed [rad/s] above which an anchor waits while the arm brakes
     # (input); braking before an anchor now (state); such brakings counted (output)
     S_BRAKE_SPEED, S_BRAKING_FIRST, S_BRAKINGS_FIRST,
-    NS) = range(60)
+    # the applied torque the observer took at the last sample: the measured efforts (1) or the last
+    # command (0) (state: momentum_observer.efforts_measured; a change restarts the observer)
+    S_EFFORT_MEASURED,
+    NS) = range(61)
 
 JOINT_MODE, CARTESIAN_MODE = 0.0, 1.0     # values of s[S_MODE]

@@ -128,6 +128,21 @@ def wrench_from_joint_torque(model, data, q, tau_ext, frame, damping=1e-3):
 
 
 @njit(cache=True, nogil=True)
+def efforts_measured(has_effort, effort):
+    """Whether a sample's efforts measure the joint torques the observer needs: the sample carries
+    them (has_effort) and they are not all exactly zero. A robot held by its brakes (a simulator
+    until its first command, or after a command timeout) or a driver that fills the field with
+    zeros reports 0 on every joint, which no measured arm does; the observer then takes the last
+    command as the applied torque instead."""
+    if not has_effort:
+        return False
+    for k in range(effort.shape[0]):
+        if effort[k] != 0.0:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
 def observer_step(dt, momentum, drift, tau_applied, gain, p_prev, drift_prev, r):
     """One step of the compiled ticks' observer (module docstring): the mean external torque over the
     step from the momentum balance, the applied torque held, the drift by the trapezoidal rule (so

@@ -73,7 +73,7 @@ from .cartesian_impedance import filter_equilibrium, impedance_torque
 from .collision import FLOAT, REFLEX, REPORT, STOP, arm_after_restart, detect, reaction_reference, start_reaction
 from .computed_torque import braking_acceleration, scale_within_limits, tracking_acceleration
 from .flags import *  # noqa: F403  (the flags S_*, NS: tick.S_* for the tick's callers)
-from .momentum_observer import damped_least_squares, observer_step
+from .momentum_observer import damped_least_squares, efforts_measured, observer_step
 from .parameter_gradient import (filter_acceleration, joint_window_add, joint_window_gradient, window_gradient,
                                  pack_rows, row_starts, window_push, window_pushed)
 from .reference import controlled_mask, follow_measured, sine_reference
@@ -392,26 +392,35 @@ def controller_tick(f, fo, ints, io):
     # 2. estimators, once per new sample
     if s[S_ESTIMATE] != 0.0 and (s[S_NEW_SAMPLE] != 0.0 or s[S_RESET] != 0.0):
         tau_applied = field1(f, fo, TAU_APPLIED, nv)
-        if s[S_HAS_EFFORT] != 0.0:
-            tau_applied[:] = field1(f, fo, EFFORT, nv)   # measured: the whole joint torque
+        effort = field1(f, fo, EFFORT, nv)
+        measured = efforts_measured(s[S_HAS_EFFORT] != 0.0, effort)
+        if measured:
+            tau_applied[:] = effort                      # measured: the whole joint torque
         else:
             tau_applied[:] = tau                         # the last command, in effect until now
             if robot_gravity:
                 for k in range(nv):
                     tau_applied[k] += g[k]
-        if s[S_RESET] != 0.0 or not _estimators_step(f, fo, ints, io, s[S_DT]):
-            if s[S_RESET] == 0.0:
+        # a change of the torque's source (a held robot starts reporting what it applies) starts the
+        # momentum balance over, and detection after the observer has settled on it (collision.py)
+        switched = s[S_RESET] == 0.0 and measured != (s[S_EFFORT_MEASURED] != 0.0)
+        s[S_EFFORT_MEASURED] = 1.0 if measured else 0.0
+        if s[S_RESET] != 0.0 or switched or not _estimators_step(f, fo, ints, io, s[S_DT]):
+            if s[S_RESET] == 0.0 and not switched:
                 s[S_ESTIMATOR_RESETS] += 1.0
             _reset_estimators(f, fo, ints, io)
             arm_after_restart(s, field1(f, fo, OBSERVER_GAIN, nv))
 
-    # collision detection on the observer's residual, once per new sample while tracking (collision.py)
-    if s[S_COLLISION_ON] != 0.0 and tracking and s[S_NEW_SAMPLE] != 0.0 and s[S_ESTIMATE] != 0.0:
+    # collision detection on the observer's residual, once per new sample while tracking and no reaction
+    # holds, and not while the joint states carry efforts that are all zero (a held robot: collision.py)
+    held = s[S_HAS_EFFORT] != 0.0 and s[S_EFFORT_MEASURED] == 0.0
+    if (s[S_COLLISION_ON] != 0.0 and tracking and s[S_NEW_SAMPLE] != 0.0 and s[S_ESTIMATE] != 0.0 and not held
+            and s[S_COLLIDED] == 0.0):
         # the thresholds grow with the joint reference's acceleration, or in Cartesian mode (no joint
         # reference) with the estimated one
         acceleration = a_r if s[S_MODE] == JOINT_MODE else field1(f, fo, ACCELERATION, nv)
         if detect(s, tau_ext, field1(f, fo, LOWER_THRESHOLD, nv), field1(f, fo, UPPER_THRESHOLD, nv), acceleration,
-                  mask, field1(f, fo, COLLISION_RESIDUAL, nv)) and s[S_REACTION] != REPORT and s[S_COLLIDED] == 0.0:
+                  mask, field1(f, fo, COLLISION_RESIDUAL, nv)) and s[S_REACTION] != REPORT:
             start_reaction(s, q, tau_ext, mask, field1(f, fo, Q_C, nv), field1(f, fo, RETREAT, nv))
 
     # 3. the torque. Held (stale joint states): g(q) or zero. Braking (fresh joint states): the

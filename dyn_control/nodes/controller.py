@@ -1154,6 +1154,11 @@ class ControllerNode(LoopNode):
             values["adaptation steps"] = c.adaptation.steps
         if c.mapping is None:
             values["rejected targets"] = c.rejected_targets
+            if c.s[T.S_ESTIMATE]:
+                values["joint torques for the observer"] = (
+                    "the measured efforts" if c.s[T.S_EFFORT_MEASURED] else
+                    "the commands (efforts all zero: a held robot; collision detection waits)" if c.s[T.S_HAS_EFFORT]
+                    else "the commands (the joint states carry no efforts)")
             values["contacts"] = int(c.s[T.S_CONTACTS])
             values["collisions"] = int(c.s[T.S_COLLISIONS])
             values["collided"] = bool(c.s[T.S_COLLIDED])
