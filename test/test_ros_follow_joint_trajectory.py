@@ -28,12 +28,12 @@ import time
 
 import numpy as np
 import pytest
-from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import WrenchStamped
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import dyn_control as dc
 from ros_harness import RecordingMonitor, write_parameter_file
+from trajectory_goals import duration, stalls, wait
 from dyn_control.nodes.bringup import bringup
 
 pytestmark = pytest.mark.ros
@@ -52,7 +52,6 @@ POINTS = [(0.8, [-2.2, -0.6, 1.7], [0.2, 0.1, 0.0]), (1.6, [-2.0, -0.5, 1.9], [0
           (2.4, [-2.1, -0.7, 1.8], [0.0, 0.0, 0.0])]
 GOAL_TOLERANCE = 0.01           # [rad] the controller's default goal position tolerance
 WATCHDOG = 0.2
-STALL = 0.05                    # [s] a gap in the joint states or the commands this long is a stall
 LOOP_STALL = 0.02               # [s] a gap of the commands this long while the joint states flow: a stalled loop
 BIG_POINTS = 100_000
 MAX_POINTS = 10_000             # trajectory.max_points (its default)
@@ -62,10 +61,6 @@ Result = FollowJointTrajectory.Result
 # control_msgs/action/FollowJointTrajectory's type hash, generated from ros-controls/control_msgs'
 # own files (6.3.0 and later: ROS 2 Kilted's) against the Kilted message wheels
 UPSTREAM_HASH = "RIHS01_ff29901b2693f5deb847e96084a1c2cdb26e70b7c847be21859b70a55fb29cf0"
-
-
-def duration(t):
-    return Duration(sec=int(t), nanosec=int(round(t % 1 * 1e9)))
 
 
 def goal(names, points, path_tolerance=None, goal_tolerance=None, goal_time=None):
@@ -213,14 +208,6 @@ def slow_trajectory(count):
     return msg
 
 
-def wait(future, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, "no answer in time"
-        time.sleep(0.005)
-    return future.result()
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     controller = {"urdf_path": ARM7, "gains.kp": 400.0, "gains.kd": 40.0, "reference.type": "hold",
@@ -251,16 +238,6 @@ def stamp_ns(header):
 
 def duration_ns(time):
     return time.sec * 1_000_000_000 + time.nanosec
-
-
-def stalls(run, start, end):
-    """The gaps over STALL [s] in the joint states or the commands (DDS source times) from start to
-    end [ns]."""
-    found = []
-    for times in (run.recorder.source_times("joint_states"), run.recorder.command_times()):
-        times = np.sort(times[(times >= start) & (times <= end)])
-        found += [float(g) * 1e-9 for g in np.diff(times) if g > STALL * 1e9]
-    return found
 
 
 def unless_stalled(run, start, end, what):

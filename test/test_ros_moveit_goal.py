@@ -15,8 +15,8 @@ oracles compare with), 30 points after the start state, 0.08 s apart.
    second point;
 4. the same shape on ~/joint_trajectory is followed to its last point (the arm within 0.01 rad of
    it) and not refused;
-5. on ~/joint_trajectory a start state 0.3 rad from where arm7_joint2 is should be refused as well
-   (START_TOLERANCE): the controller's set_trajectory does not judge the topic's start state yet.
+5. on ~/joint_trajectory a start state 0.3 rad from where arm7_joint2 is is refused as well
+   (beyond trajectory.START_TOLERANCE).
 The simulator's joint states are the oracle for where the arm is. A goal whose outcome is not the
 expected one is excused (skipped, with the reason) only where the recorded DDS source timestamps of
 the joint states or the commands show a stall of the loop during it (a loaded machine)."""
@@ -26,13 +26,13 @@ import time
 
 import numpy as np
 import pytest
-from builtin_interfaces.msg import Duration
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import dyn_control as dc
 from dyn_control.control.trajectory import START_TOLERANCE
 from dyn_control.nodes.bringup import bringup
 from ros_harness import RecordingMonitor, write_parameter_file
+from trajectory_goals import duration, stalls, wait
 
 pytestmark = pytest.mark.ros
 
@@ -49,7 +49,6 @@ DURATION = 2.4                  # [s] of each motion
 STEPS = 30                      # points after the start state
 FAR, NEAR = 0.3, 0.03           # [rad] start states off the arm, beyond and within the path tolerance
 PATH_TOLERANCE, GOAL_TOLERANCE, GOAL_VELOCITY_TOLERANCE = 0.1, 0.01, 0.01     # the controller's defaults
-STALL = 0.05                    # [s] a gap in the joint states or the commands this long is a stall
 Result = FollowJointTrajectory.Result
 
 
@@ -61,10 +60,6 @@ def plan(q0, q1, t):
     return (q0 + d * (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5),
             d * (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / DURATION,
             d * (60 * s - 180 * s ** 2 + 120 * s ** 3) / DURATION ** 2)
-
-
-def duration(t):
-    return Duration(sec=int(t), nanosec=int(round(t % 1 * 1e9)))
 
 
 def moveit_trajectory(start, q0, q1):
@@ -152,14 +147,6 @@ class Scenario(RecordingMonitor):
         self.publish("topic far start", offset("arm7_joint2", FAR), only_the_start=True, wait_for=1.5)
 
 
-def wait(future, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, "no answer in time"
-        time.sleep(0.005)
-    return future.result()
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     controller = {"urdf_path": ARM7, "gains.kp": 400.0, "gains.kd": 40.0, "reference.type": "hold",
@@ -200,16 +187,6 @@ def window(recorder, key, start, end):
 
 def ns(time):
     return time.sec * 1_000_000_000 + time.nanosec
-
-
-def stalls(run, start, end):
-    """The gaps over STALL [s] in the joint states or the commands (DDS source times) from start to
-    end [ns]."""
-    found = []
-    for times in (run.recorder.source_times("joint_states"), run.recorder.command_times()):
-        times = np.sort(times[(times >= start) & (times <= end)])
-        found += [float(g) * 1e-9 for g in np.diff(times) if g > STALL * 1e9]
-    return found
 
 
 def expect(run, key, status, code):
