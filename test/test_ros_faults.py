@@ -17,7 +17,9 @@ return (or the blend's 1 rad/s), the energy below 1.2 times its value then: the 
 before it re-engages.
 A fault whose window holds a stall of the machine itself (a gap of the simulator's states or of
 the controller's commands outside the fault over 20 ms: the simulated robot's command timeout, after
-which it brakes, or applies a command 20 periods old where it holds commands) is reported, not judged.
+which it brakes, or applies a command 20 periods old where it holds commands) is run again, up to
+three runs in all; stalled in each, it is reported, not judged, and more than half of the faults
+must be judged.
 """
 import pytest
 import ros_harness  # noqa: F401  (this process's own ROS domain)
@@ -27,16 +29,17 @@ from dyn_control.nodes import faults
 pytestmark = pytest.mark.ros
 
 STALL_MS = 20.0     # faults.configuration's command_timeout of the robot that brakes
+ATTEMPTS = 3
 
 
 @pytest.fixture(scope="module")
 def scenarios():
-    return faults.run_scenarios(faults.RobotOracle())
+    return faults.run_scenarios(faults.RobotOracle(), stall_limit=STALL_MS, attempts=ATTEMPTS)
 
 
 def test_every_run_ends_cleanly(scenarios):
     _, codes = scenarios
-    assert codes == [0, 0, 0, 0]
+    assert len(codes) >= len(faults.RUNS) and all(code == 0 for code in codes), codes
 
 
 FAULTS = ([f"outage {d:g} s" for d in faults.OUTAGES] + [faults.HELD_OUTAGE, faults.HELD_LONG_OUTAGE]
@@ -51,8 +54,9 @@ def test_a_fault_adds_no_energy_and_tracking_comes_back(scenarios, fault):
     # a command step above the rate limit is the controller's whatever the machine does
     assert values["command step / rate limit"] <= 1.0 + 1e-9
     if values["stall [ms]"] > STALL_MS:
-        pytest.skip(f"{fault}: the machine stalled {values['stall [ms]']:.0f} ms around the fault (DDS source "
-                    f"timestamps), over the robot's {STALL_MS:g} ms command timeout: its figures are the machine's")
+        pytest.skip(f"{fault}: in each of {ATTEMPTS} runs the machine stalled over the robot's {STALL_MS:g} ms "
+                    f"command timeout around the fault (DDS source timestamps; {values['stall [ms]']:.0f} ms in the "
+                    "last): its figures are the machine's")
     assert values["peak speed / allowed"] <= 1.0
     if fault != faults.HELD_LONG_OUTAGE:      # there the arm fell while the controller was blind
         assert values["peak speed / URDF limit"] <= 1.0
@@ -62,7 +66,7 @@ def test_a_fault_adds_no_energy_and_tracking_comes_back(scenarios, fault):
 
 
 def test_most_faults_were_judged(scenarios):
-    """The stall excuse above cannot empty the suite: most faults must be judged."""
+    """The stall excuse above cannot empty the suite: more than half of the faults must be judged."""
     figures, _ = scenarios
     judged = [name for name in FAULTS if figures[name]["stall [ms]"] <= STALL_MS]
-    assert len(judged) >= 7, f"only {judged} were judged (the others: the machine stalled)"
+    assert len(judged) > len(FAULTS) / 2, f"only {judged} were judged (the others: the machine stalled)"

@@ -222,31 +222,56 @@ def run(events, duration, hold_commands, folder):
     return monitor
 
 
-def run_scenarios(oracle=None, folder=None):
-    """Every scenario of the module docstring: {fault name: figures (judge())}, and the bringup exit
-    codes. oracle: the simulated robot's mass matrix and velocity limits (RobotOracle: Pinocchio's
-    where installed, else this package's)."""
+# the bringups: (events [(seconds after activation, fault name, action)], duration [s], whether the
+# robot holds the last command)
+RUNS = (([(4.0 * (k + 1), f"outage {d:g} s", outage(d)) for k, d in enumerate(OUTAGES)],
+         4.0 * len(OUTAGES) + 6.0, False),
+        ([(4.0, HELD_OUTAGE, outage(0.1)), (8.0, HELD_LONG_OUTAGE, outage(1.0))], 13.0, True),
+        ([(4.0, "SIGSTOP 1 s", pause(1.0))], 8.0, False),
+        ([(4.0, "deactivate", lifecycle("deactivate")), (8.0, "activate", lifecycle("activate")),
+          (12.5, "shutdown", lifecycle("active_shutdown"))], 16.0, True))
+
+
+def run_scenarios(oracle=None, folder=None, stall_limit=None, attempts=1):
+    """Every scenario of the module docstring: {fault name: figures (judge())}, and the exit codes
+    of every bringup. oracle: the simulated robot's mass matrix and velocity limits (RobotOracle:
+    Pinocchio's where installed, else this package's). A bringup in which a fault's window held a
+    stall of the machine over `stall_limit` [ms] runs again, up to `attempts` times in all; each
+    fault keeps the figures of its first run without such a stall (else of its last)."""
     oracle = oracle or RobotOracle()
+    figures, codes = {}, []
     with tempfile.TemporaryDirectory(prefix="dyn_control_faults_") as scratch:
-        folder = folder or scratch
-        outages = run([(4.0 * (k + 1), f"outage {d:g} s", outage(d)) for k, d in enumerate(OUTAGES)],
-                      4.0 * len(OUTAGES) + 6.0, False, folder)
-        held = run([(4.0, HELD_OUTAGE, outage(0.1)), (8.0, HELD_LONG_OUTAGE, outage(1.0))], 13.0, True, folder)
-        paused = run([(4.0, "SIGSTOP 1 s", pause(1.0))], 8.0, False, folder)
-        stops = run([(4.0, "deactivate", lifecycle("deactivate")), (8.0, "activate", lifecycle("activate")),
-                     (12.5, "shutdown", lifecycle("active_shutdown"))], 16.0, True, folder)
+        for events, duration, hold_commands in RUNS:
+            for _ in range(attempts):
+                monitor = run(events, duration, hold_commands, folder or scratch)
+                codes.append(monitor.code)
+                judged = judge_run(monitor, oracle)
+                for name, values in judged.items():
+                    if not _clean(figures.get(name), stall_limit):
+                        figures[name] = values
+                if all(_clean(figures[name], stall_limit) for name in judged):
+                    break
+    return figures, codes
+
+
+def _clean(values, stall_limit):
+    """Whether a fault's figures exist and hold no stall of the machine over stall_limit [ms]."""
+    return values is not None and (stall_limit is None or values["stall [ms]"] <= stall_limit)
+
+
+def judge_run(monitor, oracle):
+    """{fault name: figures} of one bringup's faults."""
     figures = {}
-    for monitor in (outages, held, paused, stops):
-        for name, window in monitor.windows.items():
-            if name == "activate":
-                continue
-            # tracking comes back after the fault's end, after a deactivate's next activation, never
-            # after a shutdown
-            recovery_after = {"deactivate": monitor.windows.get("activate"), "shutdown": None,
-                              HELD_LONG_OUTAGE: None}.get(name, window)
-            figures[name] = judge(monitor, window, recovery_after, oracle, stopped=name in ("deactivate", "shutdown"),
-                                  from_return=name == HELD_LONG_OUTAGE)
-    return figures, [m.code for m in (outages, held, paused, stops)]
+    for name, window in monitor.windows.items():
+        if name == "activate":
+            continue
+        # tracking comes back after the fault's end, after a deactivate's next activation, never
+        # after a shutdown
+        recovery_after = {"deactivate": monitor.windows.get("activate"), "shutdown": None,
+                          HELD_LONG_OUTAGE: None}.get(name, window)
+        figures[name] = judge(monitor, window, recovery_after, oracle, stopped=name in ("deactivate", "shutdown"),
+                              from_return=name == HELD_LONG_OUTAGE)
+    return figures
 
 
 def judge(monitor, window, recovery_after, oracle, stopped=False, from_return=False):
