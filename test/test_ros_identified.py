@@ -7,7 +7,8 @@ the demo (a 10 N push from 3 s to 6 s). The oracle: the simulated robot's own fo
 demo with the controller told the simulated robot's true values (`--matched`), run beside it on the
 same machine: the push's estimate holds the observer's own lag along the sine and the loop's latency,
 which grow on a slower machine alike for both. With the identified model the false force stays
-below 0.3 N (mean and 95th percentile) and the push's estimate error exceeds the true values' by at
+below 0.3 N (mean and 95th percentile; or 0.1 N above the true values' on a machine where theirs
+exceeds 0.2 N) and the push's estimate error exceeds the true values' by at
 most 1 % of the push on average, 2 % at the 95th percentile. The fourier reference is checked against
 the closed-form series.
 """
@@ -45,7 +46,8 @@ def test_the_robot_identified_through_ros_removes_the_false_force(tmp_path):
     else:
         pytest.skip(f"the machine stalled the loop twice (commands {gaps[0]:.0f} ms apart while recording, "
                     f"{max(gaps[1:]):.0f} ms in a demo; the watchdog is {STALL_MS:g} ms): the figures are the machine's")
-    assert figures["false force mean"] <= 0.3 and figures["false force p95"] <= 0.3
+    for key in ("false force mean", "false force p95"):
+        assert figures[key] <= max(0.3, truth[key] + 0.1), f"{key}: {figures[key]:.3f} N, true values {truth[key]:.3f} N"
     # the 10 N push: within 1 % (mean) and 2 % (95th percentile) of what the true values give
     assert figures["force error mean"] <= truth["force error mean"] + 0.1
     assert figures["force error p95"] <= truth["force error p95"] + 0.2
