@@ -24,7 +24,11 @@ impact on link k loads joints 1..k, and the joints beyond it see only noise.
 
 Reaction (on a collision, latched until the caller resets it):
 - STOP: hold the position at the collision: the computed torque of a = kp (q_c - q) - kd v;
-- FLOAT: gravity and damping only, tau = g(q) - float_damping v: the arm yields to the push;
+- FLOAT: gravity and damping only, the computed torque of a = -float_damping v (rnea(q, v, a):
+  g(q), C(q, v) v and M(q) a): the arm yields to the push, each joint damped at the rate
+  float_damping [1/s] whatever its inertia. A damping torque -d v of one gain d for every joint
+  is unstable on a light wrist sampled at 1 kHz (d dt / I over 1: xArm7's joint 7 chattered at 700
+  reversals per second with d = 2 N m s/rad);
 - REFLEX: retreat along the residual's direction, q_c + distance r / |r| reached over `duration`
   on a quintic (zero velocity and acceleration at both ends), then hold there (as STOP);
 - REPORT: detect and report only, the control law goes on.

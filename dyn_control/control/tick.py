@@ -40,7 +40,8 @@ Per tick:
      + C(q, v) v + g(q) + the joint friction at the measured velocity (cartesian_impedance.py), the
      equilibrium filtered toward the target each tick and restarted at the frame's pose on an anchor;
    - reacting to a collision: stop and reflex, the joint law above on collision.reaction_reference;
-     float, g(q) - float_damping v;
+     float, the braking law below at the rate float_damping (the arm yields to a push, each joint's
+     damping in proportion to its inertia);
    - braking (s[S_BRAKE], fresh joint states: the stop on deactivate): rnea(q, v, a_cmd) + I_a a_cmd,
      a_cmd = -brake_gain v (zero on the joints not controlled), which brakes every joint at the rate
      brake_gain whatever its inertia (no friction compensation while not tracking);
@@ -425,15 +426,12 @@ def controller_tick(f, fo, ints, io):
 
     # 3. the torque. Held (stale joint states): g(q) or zero. Braking (fresh joint states): the
     #    computed torque of a_cmd = -brake_gain v. Reacting to a collision: stop or reflex, the
-    #    computed torque toward collision.reaction_reference; float, g(q) - float_damping v.
+    #    computed torque toward collision.reaction_reference; float, the computed torque of
+    #    a_cmd = -float_damping v.
     #    Tracking: the computed torque on the tracked reference (joint mode) or the Cartesian impedance.
     reacting = tracking and s[S_COLLIDED] != 0.0 and s[S_REACTION] != REPORT
     if s[S_SAFE] != 0.0:
         tau[:] = hold
-    elif reacting and s[S_REACTION] == FLOAT:
-        float_damping = field1(f, fo, FLOAT_DAMPING, nv)
-        for k in range(nv):
-            tau[k] = g[k] - float_damping[k] * v[k] - (g[k] if robot_gravity else 0.0)
     elif tracking and not reacting and s[S_MODE] == CARTESIAN_MODE:
         if not _cartesian_torque(f, fo, ints, io, tau):
             tau[0] = np.nan
@@ -441,24 +439,25 @@ def controller_tick(f, fo, ints, io):
             for k in range(nv):
                 tau[k] -= g[k]
     else:
-        if reacting:
+        floating = reacting and s[S_REACTION] == FLOAT
+        if reacting and not floating:
             reaction_reference(s[S_T] - s[S_COLLISION_TIME], s[S_REFLEX_DURATION],
                                s[S_REFLEX_DISTANCE] if s[S_REACTION] == REFLEX else 0.0, field1(f, fo, Q_C, nv),
                                field1(f, fo, RETREAT, nv), q_r, v_r, a_r)
         a_cmd = field2(f, fo, SCRATCH, 4, nv)[1]
-        if tracking:
+        if tracking and not floating:
             tracking_acceleration(q_r, v_r, a_r, q, v, field1(f, fo, KP, nv), field1(f, fo, KD, nv), a_cmd)
         else:
-            braking_acceleration(v, field1(f, fo, BRAKE_GAIN, nv), mask, a_cmd)
+            braking_acceleration(v, field1(f, fo, FLOAT_DAMPING if floating else BRAKE_GAIN, nv), mask, a_cmd)
         finite = rnea(parents, screw_axes, home_R, home_p, phi, q, v, a_cmd, base_accel, f_ext_zero, R, p,
                       V, Vdot, F, tmp6, tau)
         if not finite:
             tau[0] = np.nan
         joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)
         add_armature_torque(joint_terms, a_cmd, tau)
-        if tracking:
+        if tracking and not floating:
             add_friction_torque(joint_terms, v_r, tau)
-        elif finite:        # braking: scaled as a whole within the effort limits (computed_torque.py)
+        elif finite:        # braking, floating: scaled as a whole within the effort limits (computed_torque.py)
             bias = field2(f, fo, SCRATCH, 4, nv)[2]
             if rnea(parents, screw_axes, home_R, home_p, phi, q, v, zero, base_accel, f_ext_zero, R, p,
                     V, Vdot, F, tmp6, bias):

@@ -191,8 +191,9 @@ PARAMETERS = (
     Param("collision.reaction", "stop", "string", "live",
           "on a collision, until ~/reset_collision: report (only) | stop (hold the position) | float (gravity "
           "and damping) | reflex (retreat along the residual, then hold)"),
-    Param("collision.float_damping", [2.0], "numbers", "live",
-          "float: the damping [N m s/rad], one or one per joint", 0.0, 1e4),
+    Param("collision.float_damping", [5.0], "numbers", "live",
+          "float: the rate [1/s] at which each joint's speed decays (the computed torque of -rate v), one or "
+          "one per joint", 0.0, 500.0),
     Param("collision.reflex.distance", 0.05, "number", "live", "reflex: the retreat [rad]", 0.0, 1.0),
     Param("collision.reflex.duration", 0.3, "number", "live", "reflex: its duration [s]", 0.01, 10.0),
 ) + (joint_term_parameters("model.", "the controller model's") + payload_parameters("model.payload.", "the controller's")
