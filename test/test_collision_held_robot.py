@@ -38,7 +38,8 @@ def default(name):
 
 
 def controller_tick(model, q0):
-    """The tick as the controller configures it by default, collision detection on (reaction stop),
+    """The tick as the controller configures it by default, collision detection on (reaction stop;
+    every reaction's parameters at their defaults),
     the demo's sine about q0 on the arm's joints (a gripper's fingers, if any, held)."""
     tick = T.ControllerTick(model, np.arange(model.nv), model.frame_names[-1], 2)
     tick.warm_up()
@@ -56,6 +57,10 @@ def controller_tick(model, q0):
     s[T.S_COLLISION_ON] = 1.0
     s[T.S_REACTION] = REACTIONS.index(default("collision.reaction"))
     s[T.S_COLLISION_ACCEL_GAIN] = default("collision.acceleration_gain")
+    s[T.S_STOP_TIME] = default("collision.stop_time")
+    s[T.S_REFLEX_DISTANCE] = default("collision.reflex.distance")
+    s[T.S_REFLEX_DURATION] = default("collision.reflex.duration")
+    f.float_damping[:] = default("collision.float_damping")[0]
     s[T.S_BLEND_TIME], s[T.S_BLEND_SPEED] = default("reengage.duration"), default("reengage.max_velocity")
     s[T.S_ERROR_LIMIT], s[T.S_BRAKE_SPEED] = default("reengage.error_limit"), default("reengage.brake_speed")
     f.tau_prev[:] = dc.gravity(model, model.create_data(), np.asarray(q0, float))   # the node's seed at the first state

@@ -23,14 +23,21 @@ joint index, bodies being in depth-first order) whose residual is above its lowe
 impact on link k loads joints 1..k, and the joints beyond it see only noise.
 
 Reaction (on a collision, latched until the caller resets it):
-- STOP: hold the position at the collision: the computed torque of a = kp (q_c - q) - kd v;
+- STOP: bring the joints from their position q_c and speed v_c at the collision to rest within
+  `stop_time` on a smooth deceleration (no step of the acceleration at either end: v_c stop_time / 2
+  further on), and hold there: the computed torque on that reference. A reference at rest at q_c at
+  once asks for a step of kd v_c; the torque-rate limit (and the drives' effort limits) spread it
+  joint by joint, which breaks the computed torque's decoupling: stopped at the demo sine's speed
+  peak in MuJoCo, arm7, UR5, xArm7 and Unitree Z1 reached 1.4, 1.7, 2.9 and 5.9 times their speed
+  at the collision and went 43-93 mrad past the hold (a reflex on UR5 spun up to 33 rad/s); with a
+  stop time of 0.2 s none is faster than at the collision, none passes the hold;
 - FLOAT: gravity and damping only, the computed torque of a = -float_damping v (rnea(q, v, a):
   g(q), C(q, v) v and M(q) a): the arm yields to the push, each joint damped at the rate
   float_damping [1/s] whatever its inertia. A damping torque -d v of one gain d for every joint
   is unstable on a light wrist sampled at 1 kHz (d dt / I over 1: xArm7's joint 7 chattered at 700
   reversals per second with d = 2 N m s/rad);
-- REFLEX: retreat along the residual's direction, q_c + distance r / |r| reached over `duration`
-  on a quintic (zero velocity and acceleration at both ends), then hold there (as STOP);
+- REFLEX: the stop, and with it a retreat along the residual's direction, distance r / |r| reached
+  over `duration` on a quintic (zero velocity and acceleration at both ends), then hold there;
 - REPORT: detect and report only, the control law goes on.
 Every reaction's command passes the torque-rate limit like any other (safety.finish_command).
 """
@@ -96,9 +103,9 @@ def detect(s, residual, lower, upper, acceleration, mask, snapshot):
 
 
 @njit(cache=True, nogil=True)
-def start_reaction(s, q, residual, mask, q_c, direction):
-    """Latch the collision (s[S_COLLIDED]): q_c = q, the retreat direction r / |r| over the controlled
-    joints."""
+def start_reaction(s, q, v, residual, mask, q_c, v_c, direction):
+    """Latch the collision (s[S_COLLIDED]): q_c = q, v_c = v on the controlled joints, the retreat
+    direction r / |r| over them."""
     s[S_COLLIDED] = 1.0
     norm = 0.0
     for k in range(q.shape[0]):
@@ -106,14 +113,24 @@ def start_reaction(s, q, residual, mask, q_c, direction):
     norm = math.sqrt(norm)
     for k in range(q.shape[0]):
         q_c[k] = q[k]
+        v_c[k] = v[k] * mask[k]
         direction[k] = residual[k] * mask[k] / norm if norm > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True)
-def reaction_reference(elapsed, duration, distance, q_c, direction, q_r, v_r, a_r):
-    """The joint reference of STOP (distance 0) and REFLEX `elapsed` seconds after the collision:
-    q_c + distance h(x) direction, x = elapsed / duration, h the quintic 10 x^3 - 15 x^4 + 6 x^5
-    (at rest at both ends), then q_c + distance direction at rest."""
+def reaction_reference(elapsed, stop_time, duration, distance, q_c, v_c, direction, q_r, v_r, a_r):
+    """The joint reference of STOP (distance 0) and REFLEX `elapsed` seconds after the collision, the
+    sum of two motions (module docstring):
+    - the stop: from q_c at v_c to rest in stop_time T, at the speed v_c (1 - s(y)), y = elapsed / T,
+      s the cubic 3 y^2 - 2 y^3 (no acceleration at either end): q_c + v_c T (y - y^3 + y^4 / 2),
+      at rest v_c T / 2 beyond q_c;
+    - the retreat: distance h(x) direction, x = elapsed / duration, h the quintic
+      10 x^3 - 15 x^4 + 6 x^5 (at rest at both ends), then distance direction at rest."""
+    y = min(max(elapsed / stop_time, 0.0), 1.0) if stop_time > 0.0 else 1.0
+    y2 = y * y
+    travel = stop_time * (y - y2 * y + 0.5 * y2 * y2)
+    slowing = 1.0 - y2 * (3.0 - 2.0 * y)
+    braking = -6.0 * y * (1.0 - y) / stop_time if stop_time > 0.0 else 0.0
     x = min(max(elapsed / duration, 0.0), 1.0) if duration > 0.0 else 1.0
     x2 = x * x
     h = x2 * x * (10.0 - 15.0 * x + 6.0 * x2)
@@ -122,6 +139,6 @@ def reaction_reference(elapsed, duration, distance, q_c, direction, q_r, v_r, a_
     speed = distance / duration if duration > 0.0 else 0.0
     rate = speed / duration if duration > 0.0 else 0.0
     for k in range(q_c.shape[0]):
-        q_r[k] = q_c[k] + distance * direction[k] * h
-        v_r[k] = speed * direction[k] * dh
-        a_r[k] = rate * direction[k] * ddh
+        q_r[k] = q_c[k] + v_c[k] * travel + distance * direction[k] * h
+        v_r[k] = v_c[k] * slowing + speed * direction[k] * dh
+        a_r[k] = v_c[k] * braking + rate * direction[k] * ddh

@@ -15,7 +15,7 @@ __all__ = [
     "S_REACTION", "S_COLLISION_ACCEL_GAIN", "S_REFLEX_DISTANCE", "S_REFLEX_DURATION",
     "S_POSE_OK", "S_COLLISION_LEVEL", "S_COLLIDED", "S_COLLISION_JOINT", "S_COLLISION_TIME", "S_CONTACTS",
     "S_COLLISIONS", "S_DETECT_FROM", "S_BRAKE_SPEED", "S_BRAKING_FIRST", "S_BRAKINGS_FIRST",
-    "S_EFFORT_MEASURED", "NS", "JOINT_MODE", "CARTESIAN_MODE",
+    "S_EFFORT_MEASURED", "S_STOP_TIME", "NS", "JOINT_MODE", "CARTESIAN_MODE",
 ]
 
 (
@@ -57,6 +57,9 @@ __all__ = [
     # the applied torque the observer took at the last sample: the measured efforts (1) or the last
     # command (0) (state: momentum_observer.efforts_measured; a change restarts the observer)
     S_EFFORT_MEASURED,
-    NS) = range(61)
+    # the time [s] in which stop and reflex bring the joints from their speed at the collision to rest
+    # (input; collision.reaction_reference)
+    S_STOP_TIME,
+    NS) = range(62)
 
 JOINT_MODE, CARTESIAN_MODE = 0.0, 1.0     # values of s[S_MODE]

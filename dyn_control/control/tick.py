@@ -129,7 +129,7 @@ def float_fields(nb, nv, window, ncontrolled, nnz=1):
         # collision detection (collision.py): thresholds, float damping, the position at the collision,
         # the retreat's direction, the residual at the last collision
         ("lower_threshold", (nv,)), ("upper_threshold", (nv,)), ("float_damping", (nv,)), ("q_c", (nv,)),
-        ("retreat", (nv,)), ("collision_residual", (nv,)),
+        ("v_c", (nv,)), ("retreat", (nv,)), ("collision_residual", (nv,)),
     ]
 
 
@@ -153,7 +153,7 @@ _I = field_indices(int_fields(1, 1))
  MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT, CONTROL_FRAME_R, CONTROL_FRAME_P, TARGET_R,
  TARGET_P, EQUILIBRIUM_R, EQUILIBRIUM_P, POSE_R, POSE_P, POSE_ERROR, STIFFNESS, TARGET_WRENCH, NULLSPACE_STIFFNESS,
  NULLSPACE_DAMPING, POSTURE, J_TASK, LAMBDA, J_BAR, M_FACTOR, J_MINV, WORK33, WORK6, LOWER_THRESHOLD,
- UPPER_THRESHOLD, FLOAT_DAMPING, Q_C, RETREAT, COLLISION_RESIDUAL) = range(len(_F))
+ UPPER_THRESHOLD, FLOAT_DAMPING, Q_C, V_C, RETREAT, COLLISION_RESIDUAL) = range(len(_F))
 PARENTS, COLUMNS, PATH, CONTROLLED, DIMS, ROW_STARTS, CONTROL_BODY = range(len(_I))
 
 
@@ -422,7 +422,8 @@ def controller_tick(f, fo, ints, io):
         acceleration = a_r if s[S_MODE] == JOINT_MODE else field1(f, fo, ACCELERATION, nv)
         if detect(s, tau_ext, field1(f, fo, LOWER_THRESHOLD, nv), field1(f, fo, UPPER_THRESHOLD, nv), acceleration,
                   mask, field1(f, fo, COLLISION_RESIDUAL, nv)) and s[S_REACTION] != REPORT:
-            start_reaction(s, q, tau_ext, mask, field1(f, fo, Q_C, nv), field1(f, fo, RETREAT, nv))
+            start_reaction(s, q, v, tau_ext, mask, field1(f, fo, Q_C, nv), field1(f, fo, V_C, nv),
+                           field1(f, fo, RETREAT, nv))
 
     # 3. the torque. Held (stale joint states): g(q) or zero. Braking (fresh joint states): the
     #    computed torque of a_cmd = -brake_gain v. Reacting to a collision: stop or reflex, the
@@ -441,9 +442,9 @@ def controller_tick(f, fo, ints, io):
     else:
         floating = reacting and s[S_REACTION] == FLOAT
         if reacting and not floating:
-            reaction_reference(s[S_T] - s[S_COLLISION_TIME], s[S_REFLEX_DURATION],
+            reaction_reference(s[S_T] - s[S_COLLISION_TIME], s[S_STOP_TIME], s[S_REFLEX_DURATION],
                                s[S_REFLEX_DISTANCE] if s[S_REACTION] == REFLEX else 0.0, field1(f, fo, Q_C, nv),
-                               field1(f, fo, RETREAT, nv), q_r, v_r, a_r)
+                               field1(f, fo, V_C, nv), field1(f, fo, RETREAT, nv), q_r, v_r, a_r)
         a_cmd = field2(f, fo, SCRATCH, 4, nv)[1]
         if tracking and not floating:
             tracking_acceleration(q_r, v_r, a_r, q, v, field1(f, fo, KP, nv), field1(f, fo, KD, nv), a_cmd)

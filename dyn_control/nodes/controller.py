@@ -194,6 +194,9 @@ PARAMETERS = (
     Param("collision.float_damping", [5.0], "numbers", "live",
           "float: the rate [1/s] at which each joint's speed decays (the computed torque of -rate v), one or "
           "one per joint", 0.0, 500.0),
+    Param("collision.stop_time", 0.2, "number", "live",
+          "stop and reflex: the time [s] to bring each joint from its speed at the collision to rest, on a smooth "
+          "deceleration (0: at once, a step of the torque)", 0.0, 2.0),
     Param("collision.reflex.distance", 0.05, "number", "live", "reflex: the retreat [rad]", 0.0, 1.0),
     Param("collision.reflex.duration", 0.3, "number", "live", "reflex: its duration [s]", 0.01, 10.0),
 ) + (joint_term_parameters("model.", "the controller model's") + payload_parameters("model.payload.", "the controller's")
@@ -562,6 +565,7 @@ class ControllerNode(LoopNode):
         s[T.S_COLLISION_ACCEL_GAIN] = values["collision.acceleration_gain"]
         s[T.S_REFLEX_DISTANCE] = values["collision.reflex.distance"]
         s[T.S_REFLEX_DURATION] = values["collision.reflex.duration"]
+        s[T.S_STOP_TIME] = values["collision.stop_time"]
 
     def _on_set_parameters(self, changes):
         reason = params.refusal(PARAMETERS, changes, self.state)
