@@ -130,6 +130,15 @@ def test_identify_command_on_a_bag(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "62 base parameters" in printed and "held-out validation" in printed
     loaded = dc.load_parameters(nominal(), output)
+    # the parameters no motion identifies: their prior's (the URDF's) value and the one written
+    listed = printed.split("no effect on the torques")[1].split("\n\n")[0].splitlines()[1:]
+    prior = dict(zip(dc.load_urdf(urdf).parameter_labels(), dc.load_urdf(urdf).parameters()))
+    written = dict(zip(loaded.parameter_labels(), loaded.parameters()))
+    assert listed
+    for line in listed:
+        label, _, before, _, after = line.split()
+        assert float(before) == pytest.approx(prior[label], rel=1e-4, abs=1e-12)
+        assert float(after) == pytest.approx(written[label], rel=1e-4, abs=1e-12)
     direct = identify(nominal(), states).model
     np.testing.assert_allclose(loaded.parameters(), direct.parameters(), rtol=1e-12, atol=1e-15)
     assert os.path.getsize(plot) > 10_000

@@ -124,7 +124,12 @@ def _identify(args):
         print(f"  {estimate.values[k]:12.5g}  +-{estimate.relative_std[k]:7.3g} %   {result.base.describe(k)}")
     unused = result.base.unidentifiable()
     if unused:
-        print(f"no effect on the torques (set by the prior): {', '.join(unused)}")
+        before = dict(zip(prior.parameter_labels(), prior.parameters()))
+        after = dict(zip(result.model.parameter_labels(), result.model.parameters()))
+        print("no effect on the torques (no motion identifies them: what is written comes from the physical-"
+              "consistency constraints and the pull toward the prior, not from the data):")
+        for label in unused:
+            print(f"  {label:24s} prior {before[label]:12.5g}   written {after[label]:12.5g}")
     if result.t is not None:
         print(f"\nheld-out validation (last {100 * args.validation:g} % of the recording, RMS torque error "
               f"where the joint moves faster than {LOW_VELOCITY:g} rad/s):")
