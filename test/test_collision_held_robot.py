@@ -1,5 +1,5 @@
 """Collision detection at start-up on a robot held by its brakes (control/collision.py, tick.py),
-the compiled tick at 1 kHz with the controller's defaults (controller.PARAMETERS: gains, observer
+the compiled tick at 1 kHz with the controller's defaults (controller_parameters.PARAMETERS: gains, observer
 gain, thresholds, re-engagement) on MuJoCo as the robot, for the bundled arm and two arms of
 example-robot-data it was not tuned for. As the simulator node does until its first command
 arrives (and a robot before its brakes release), the robot is held still for HOLD seconds: joint
@@ -17,7 +17,7 @@ import pytest
 import dyn_control as dc
 from dyn_control.control import tick as T
 from dyn_control.control.collision import REACTIONS
-from dyn_control.nodes.controller import PARAMETERS
+from dyn_control.nodes.controller_parameters import PARAMETERS
 from dyn_control.simulation import MujocoSimulator
 from oracles import robot_urdf
 

@@ -1,5 +1,5 @@
 """The collision reactions (control/collision.py) on arms they were not tuned for: the compiled tick
-at 1 kHz with the controller's defaults (controller.PARAMETERS: gains, torque-rate limit, stop time,
+at 1 kHz with the controller's defaults (controller_parameters.PARAMETERS: gains, torque-rate limit, stop time,
 reflex, float damping) on MuJoCo as the robot, the demo's sine, and a collision latched at the sine's
 speed peak (0.94 rad/s on every joint), as detection latches it, with no force: what follows is the
 reaction's alone.

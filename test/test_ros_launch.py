@@ -32,7 +32,7 @@ import pytest
 import ros_harness  # noqa: F401  (this process's own ROS domain, inherited by the node process)
 
 import dyn_control as dc
-from dyn_control.nodes import controller, param_files, simulator
+from dyn_control.nodes import controller_parameters, param_files, simulator
 from dyn_control.nodes.bringup import check_config, nodes_in_config
 from dyn_control.nodes.discovery import discovery_settle
 from dyn_control.nodes.robot import check_forward_controller_joints, parameter_files
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.ros
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH_FILES = sorted(glob.glob(os.path.join(ROOT, "launch", "*.launch.py")))
 CONFIGS = ["demo.yaml", "controller.yaml", "franka.yaml", "ur.yaml", "five_bar_demo.yaml"]
-DECLARED = {"dyn_controller": {p.name for p in controller.PARAMETERS},
+DECLARED = {"dyn_controller": {p.name for p in controller_parameters.PARAMETERS},
             "dyn_simulator": {p.name for p in simulator.PARAMETERS}}
 
 
@@ -321,7 +321,7 @@ def test_hardware_configs_leave_gravity_to_the_robot(name, topic, joints):
     assert parameters["gravity_compensation"] == "robot"
     assert parameters.get("joint_states_topic", "joint_states") == topic
     assert len(parameters["joints"]) == joints
-    controller.check_values({"gains.kp": [parameters["gains.kp"]], "gains.kd": [parameters["gains.kd"]],
+    controller_parameters.check_values({"gains.kp": [parameters["gains.kp"]], "gains.kd": [parameters["gains.kd"]],
                              "gravity_compensation": "robot"})
 
 

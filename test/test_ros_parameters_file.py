@@ -29,7 +29,7 @@ from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
 from rclpy.executors import MultiThreadedExecutor
 
 import dyn_control as dc
-from dyn_control.nodes import controller, param_files, params
+from dyn_control.nodes import controller_parameters, param_files, params
 from dyn_control.nodes.bringup import check_config
 from dyn_control.nodes.controller import ControllerNode
 from dyn_control.nodes.simulator import SimulatorNode
@@ -237,7 +237,7 @@ def test_a_parameter_dump_reloads_with_the_same_values_and_types(nodes_with, tmp
     assert after == before
     fresh.trigger_configure()
     assert fresh.state == "inactive"
-    assert params.read(fresh, controller.PARAMETERS, params.PHASES)["gains.kp"] == [300.0]
+    assert params.read(fresh, controller_parameters.PARAMETERS, params.PHASES)["gains.kp"] == [300.0]
 
 
 def test_a_file_whose_entries_do_not_apply_is_reported(nodes_with, tmp_path, capfd):

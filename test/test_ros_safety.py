@@ -29,7 +29,8 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 import dyn_control as dc
 from dyn_control.nodes import qos
-from dyn_control.nodes.controller import PARAMETERS, ControllerNode
+from dyn_control.nodes.controller import ControllerNode
+from dyn_control.nodes.controller_parameters import PARAMETERS
 from oracles import OURS_FROM_PIN_PARAM
 
 pytestmark = pytest.mark.ros

@@ -84,7 +84,7 @@ def check_config(path, namespace="/"):
     _check_with_rcl(path)
     from . import params
     from .closed_chain import PARAMETER_PREFIX
-    from .controller import PARAMETERS as CONTROLLER
+    from .controller_parameters import PARAMETERS as CONTROLLER
     from .simulator import PARAMETERS as SIMULATOR
     tables = {"controller": CONTROLLER, "simulator": SIMULATOR}
     entries = param_files.load(path)

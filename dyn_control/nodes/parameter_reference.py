@@ -1,11 +1,11 @@
 """The nodes' parameter reference (doc/parameters.md), generated from their parameter tables
-(controller.PARAMETERS, simulator.PARAMETERS): every parameter with its default, the lifecycle phase
+(controller_parameters.PARAMETERS, simulator.PARAMETERS): every parameter with its default, the lifecycle phase
 in which it is read (params.py), its range where it has one and its description, the text `ros2 param
 describe` shows. `python -m dyn_control.nodes.parameter_reference` prints it; test_parameter_reference
 checks that doc/parameters.md is this text."""
-from . import controller, simulator
+from . import controller_parameters, simulator
 
-NODES = (("dyn_controller", "controller.py", controller.PARAMETERS),
+NODES = (("dyn_controller", "controller_parameters.py", controller_parameters.PARAMETERS),
          ("dyn_simulator", "simulator.py", simulator.PARAMETERS))
 HEADER = """# Parameters
 
