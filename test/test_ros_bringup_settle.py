@@ -1,4 +1,4 @@
-"""The bringup activates the controller only once discovery has settled around it (README, "Joint
+"""The bringup activates the controller only once discovery has settled around it (doc/running.md, "Joint
 states late in transit"). With Fast DDS a participant hears of the others at their next
 announcement, every 3 s by default, and that discovery stalls every subscription of its process for
 up to 0.34 s: measured 3.06-3.08 s after the node's first log line, so over 3.42 s after it. A loop

@@ -14,7 +14,7 @@ every-N-ticks messages (~/desired, ~/external_torque with ~/wrench_estimate, the
 on different ticks. The watchdog runs from the arrival of the newest valid sample.
 A closed chain (mapping.name) runs the same way on control/closed_chain_tick.py's compiled tick
 (computed torque, observer, force estimate and gradient in the actuated coordinates).
-Parameters: controller_parameters.py (doc/parameters.md); topics and safety rules: README.md, "ROS 2 nodes".
+Parameters: controller_parameters.py (doc/parameters.md); topics and safety rules: doc/controller.md.
 """
 import math
 import sys
@@ -730,7 +730,7 @@ class ControllerNode(LoopNode):
             said = (f"; {len(backlog)} arrived at once, the oldest stamped {after:.3f} s after the last one "
                     f"before: they were late in transit to this process, the robot's side published on time"
                     f"{said}")
-        return f"{said} (README, \"Joint states late in transit\")" if said else ""
+        return f"{said} (doc/running.md, \"Joint states late in transit\")" if said else ""
 
     def _lost_in_transit(self):
         """How many joint states the publisher of the newest one before the outage sent after it,

@@ -9,7 +9,7 @@ import tempfile
 ANNOUNCEMENT_PERIOD_NS = 250_000_000   # the bringup participant's announcements (Fast DDS default: 3 s)
 # [s] from a controller's joining the graph to its activation with Fast DDS. A participant hears of
 # those that were there before it at their next announcement (every 3 s by default), and its
-# discovery then stalls every subscription of its process for up to 0.34 s (README, "Joint states
+# discovery then stalls every subscription of its process for up to 0.34 s (doc/running.md, "Joint states
 # late in transit"): measured up to 3.08 s after the nodes' first log lines, so over 3.42 s after
 # them; those lines come up to 0.06 s after the bringup found the nodes (measured under the suite's
 # load). 0.5 s of margin.

@@ -221,7 +221,7 @@ def spin(node_class, args=None):
     """`ros2 run dyn_control <node>` (and each process of `dyn-control bringup`): spin one node,
     configured and activated at once when its `autostart` parameter is true (a controller no earlier
     than discovery.discovery_settle() after this process joined the graph, as the bringup and the launch
-    files do: README, "Joint states late in transit"). The loop's kernels start loading at once
+    files do: doc/running.md, "Joint states late in transit"). The loop's kernels start loading at once
     (preload.py), while the node is being discovered.
 
     SIGINT and SIGTERM (Ctrl-C, ros2 launch stopping it) end the process cleanly: an active node
