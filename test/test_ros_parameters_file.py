@@ -111,17 +111,26 @@ SCALARS = ["1", "-3", "0x1f", "017", "08", "1e3", "1.5", ".5", "5.", "-.inf", ".
            "9223372036854775808", "0x1.8p1", "3e"]
 
 
-def rcl_overrides(path, node_name="x", namespace="/"):
-    """{name: value} rcl gives the node `namespace/node_name` from the file at path."""
+@pytest.fixture(scope="module")
+def rcl_context():
+    """One context (one DDS participant) for every rcl_overrides node of this module: a context and
+    its participant per file, created and destroyed dozens of times in a row, once left Fast DDS's
+    participant destruction spinning forever (DomainParticipant::set_listener in rmw_destroy_node)."""
     context = rclpy.Context()
-    rclpy.init(args=["--ros-args", "--params-file", path], context=context)
+    rclpy.init(args=[], context=context)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+def rcl_overrides(context, path, node_name="x", namespace="/"):
+    """{name: value} rcl gives the node `namespace/node_name` from the file at path (the node's own
+    --params-file argument)."""
+    node = rclpy.create_node(node_name, namespace=namespace, context=context, start_parameter_services=False,
+                             cli_args=["--ros-args", "--params-file", path], use_global_arguments=False)
     try:
-        node = rclpy.create_node(node_name, namespace=namespace, context=context, start_parameter_services=False)
-        values = {name: p.value for name, p in node._parameter_overrides.items()}
-        node.destroy_node()
-        return values
+        return {name: p.value for name, p in node._parameter_overrides.items()}
     finally:
-        rclpy.try_shutdown(context=context)
+        node.destroy_node()
 
 
 def same(a, b):
@@ -130,10 +139,10 @@ def same(a, b):
     return type(a) is type(b) and a == b
 
 
-def test_scalars_are_typed_as_rcl_types_them(tmp_path):
+def test_scalars_are_typed_as_rcl_types_them(tmp_path, rcl_context):
     path = write(tmp_path, "x:\n  ros__parameters:\n" + "".join(f"    p{i}: {t}\n" for i, t in enumerate(SCALARS)))
     ours = param_files.load(path)[0].parameters
-    theirs = rcl_overrides(path)
+    theirs = rcl_overrides(rcl_context, path)
     for i, text in enumerate(SCALARS):
         assert same(ours[f"p{i}"], theirs[f"p{i}"]), (text, ours[f"p{i}"], theirs[f"p{i}"])
 
@@ -143,21 +152,21 @@ KEYS = ["/**/x", "/*/x", "x", "/x", "/robot1/x", "robot1/x", "/**", "/robot1/**"
 PLACES = [("/", "x"), ("/robot1", "x"), ("/a/robot1", "x"), ("/robot1", "y"), ("/a/b", "x")]
 
 
-def test_entries_apply_to_the_nodes_rcl_applies_them_to(tmp_path):
+def test_entries_apply_to_the_nodes_rcl_applies_them_to(tmp_path, rcl_context):
     for k, key in enumerate(KEYS):
         path = write(tmp_path, f'"{key}":\n  ros__parameters:\n    p{k}: 1\n', f"file{k}.yaml")
         entry, = param_files.load(path)
         for namespace, name in PLACES:
-            rcl_applies = f"p{k}" in rcl_overrides(path, name, namespace)
+            rcl_applies = f"p{k}" in rcl_overrides(rcl_context, path, name, namespace)
             assert entry.applies_to(param_files.node_name(namespace, name)) == rcl_applies, (key, namespace, name)
 
 
-def test_nested_namespaces_and_parameter_groups(tmp_path):
+def test_nested_namespaces_and_parameter_groups(tmp_path, rcl_context):
     path = write(tmp_path, "robot1:\n  dyn_controller:\n    ros__parameters:\n      gains: {kp: 1, kd: [2.0, 3.0]}\n")
     entry, = param_files.load(path)
     assert entry.key == "/robot1/dyn_controller"
-    assert entry.parameters == rcl_overrides(path, "dyn_controller", "/robot1") | {"gains.kd": [2.0, 3.0]}
-    assert list(rcl_overrides(path, "dyn_controller", "/robot1")["gains.kd"]) == [2.0, 3.0]
+    assert entry.parameters == rcl_overrides(rcl_context, path, "dyn_controller", "/robot1") | {"gains.kd": [2.0, 3.0]}
+    assert list(rcl_overrides(rcl_context, path, "dyn_controller", "/robot1")["gains.kd"]) == [2.0, 3.0]
 
 
 def test_rclpy_declares_what_the_checks_let_pass():
