@@ -146,8 +146,8 @@ PARAMETERS = (
     Param("collision.acceleration_gain", 0.0, "number", "live",
           "both thresholds grow by this [N m s^2/rad] times the joint's |reference acceleration|", 0.0, 1e4),
     Param("collision.reaction", "stop", "string", "live",
-          "on a collision, until ~/reset_collision: report (only) | stop (hold the position) | float (gravity "
-          "and damping) | reflex (retreat along the residual, then hold)"),
+          "on a collision, until ~/reset_collision: report (only) | stop (to rest within collision.stop_time, then "
+          "hold) | float (gravity and damping) | reflex (stop and retreat along the residual, then hold)"),
     Param("collision.float_damping", [5.0], "numbers", "live",
           "float: the rate [1/s] at which each joint's speed decays (the computed torque of -rate v), one or "
           "one per joint", 0.0, 500.0),
