@@ -24,7 +24,6 @@ applied by nothing, and `with_joint_dynamics(viscous=model.damping, coulomb=mode
 """
 import numpy as np
 
-from .kernels.entry import DATA_FIELDS, HEADER, MODEL_FIELDS
 
 REVOLUTE = 0
 PRISMATIC = 1
@@ -48,6 +47,18 @@ def as_real_array(name, x, expected):
         return np.require(array, np.float64, ("C", "A", "W"))
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be {expected}, got {type(x).__name__}") from None
+
+
+# The packed buffers of a Model (model._buf) and a Data (data._buf), as the entry kernels read them
+# (kernels/entry.py): a header, then the start of each field in float64 slots.
+HEADER = 4          # nbodies, nv, nframes, coupled
+MODEL_FIELDS = ("parents", "screw_axes", "home_R", "home_p", "phi", "base_accel", "frame_body",
+                "frame_R", "frame_p", "joint_terms")
+DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g", "zero", "f_ext_zero",
+               "M", "phi_composite", "oS", "oV", "phi_world", "c", "IA", "pA", "U", "D", "u", "oA", "ddq",
+               "oPsi", "oIc", "oBc", "C", "support", "J", "frame_poses", "ophi_c",
+               "deriv_vectors", "Minv_IA", "Minv_F", "subtree_end", "deriv_joint", "Minv",
+               "derivatives_tree", "Y", "Y_full")
 
 
 def pack_arrays(arrays, fields, head):

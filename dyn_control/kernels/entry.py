@@ -8,12 +8,13 @@ one `data._buf` (the named attributes are views of them, see model.py), each sta
     buf[0:HEADER] = nbodies, nv, nframes, coupled (1.0 for mimic coupling)
     buf[HEADER + k] = start of field k of MODEL_FIELDS / DATA_FIELDS (-1: absent), in float64 slots
 
-so an entry kernel takes (model buffer, data buffer, inputs), takes named views of the fields (no
-copy, nothing allocated) and calls the algorithm kernels of the other modules with exactly what the
-public functions' checked paths pass them: results are bit for bit the same. The joint terms
-(armature, friction: kernels/joint_terms.py) are the model's field joint_terms, added by the same
-kernels on both paths. Integer fields (parents, support, subtree_end) are int64 views of their
-slots. The views are borrowed (packed.py): the buffers are the caller's arguments.
+(model.py packs them and defines the layout), so an entry kernel takes (model buffer, data buffer,
+inputs), takes named views of the fields (no copy, nothing allocated) and calls the algorithm
+kernels of the other modules with exactly what the public functions' checked paths pass them:
+results are bit for bit the same. The joint terms (armature, friction: kernels/joint_terms.py) are
+the model's field joint_terms, added by the same kernels on both paths. Integer fields (parents,
+support, subtree_end) are int64 views of their slots. The views are borrowed (packed.py): the
+buffers are the caller's arguments.
 
 An entry kernel checks what its fast call did not: model and data of one size, no mimic coupling,
 every field present (a LargeData allocates some on first use, outside the buffer), inputs of length
@@ -21,6 +22,7 @@ nv; then it returns the algorithm's verdict. Anything but OK sends the public fu
 path, which names the problem (dynamics.py).
 """
 from ..jit import njit
+from ..model import DATA_FIELDS, HEADER, MODEL_FIELDS
 from .aba import aba as _aba
 from .coriolis import coriolis_matrix as _coriolis_matrix
 from .crba import crba as _crba
@@ -37,21 +39,13 @@ from .rnea import rnea as _rnea
 from .rnea_derivatives import rnea_derivatives as _rnea_derivatives
 from .task_space import frame_jacobian_time_variation as _time_variation
 
-HEADER = 4          # nbodies, nv, nframes, coupled
 OK = 0              # entry status: done
 REFUSED = 1         # sizes, coupling or a missing field: the checked path decides
 FAILED = 2          # the algorithm refused (non-finite input or result, singular M)
 
-MODEL_FIELDS = ("parents", "screw_axes", "home_R", "home_p", "phi", "base_accel", "frame_body",
-                "frame_R", "frame_p", "joint_terms")
 (PARENTS, SCREW_AXES, HOME_R, HOME_P, PHI, BASE_ACCEL, FRAME_BODY, FRAME_R,
  FRAME_P, JOINT_TERMS) = range(len(MODEL_FIELDS))
 
-DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g", "zero", "f_ext_zero",
-               "M", "phi_composite", "oS", "oV", "phi_world", "c", "IA", "pA", "U", "D", "u", "oA", "ddq",
-               "oPsi", "oIc", "oBc", "C", "support", "J", "frame_poses", "ophi_c",
-               "deriv_vectors", "Minv_IA", "Minv_F", "subtree_end", "deriv_joint", "Minv",
-               "derivatives_tree", "Y", "Y_full")
 (R, P, OR, OP, V, VDOT, F, TMP6, TAU, NLE, G, ZERO, F_EXT_ZERO,
  M, PHI_COMPOSITE, OS, OV, PHI_WORLD, C, IA, PA, U, D, U_SMALL, OA, DDQ,
  OPSI, OIC, OBC, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
