@@ -27,6 +27,8 @@ user's script) finds the same compiled kernels without any setting. Where that f
 written (an install tree read-only at run time), new entries go to the user's cache
 `$XDG_CACHE_HOME/dyn_control/kernels` (default ~/.cache) and the package's folder is still read.
 """
+import contextlib
+import fcntl
 import hashlib
 import os
 import sys
@@ -215,24 +217,41 @@ class _Impl(caching.CompileResultCacheImpl):
     _locator_classes = [_Locator]
 
 
+@contextlib.contextmanager
+def _locked(path):
+    """An exclusive lock (on `path`.lock) for as long as within."""
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 class _IndexFile(caching.IndexDataCacheFile):
     """Numba's index and data files, where saving the entry of a new version of a function's code
     removes the entries (and data files) of its older versions: those of the same closure variables
-    and inherited flags whose bytecode or content digest differ (key[2], KernelCache._index_key)."""
+    and inherited flags whose bytecode or content digest differ (key[2], KernelCache._index_key).
+    A save reads the index, adds its entry, picks a free data file name and writes both under a lock:
+    processes that save into one index at once (`dyn-control compile`'s, two nodes compiling one
+    kernel) would otherwise each write back the index they read, losing the other's entry, or write
+    two entries into one data file."""
 
     def save(self, key, data):
-        overloads = self._load_index()
-        stale = {k: name for k, name in overloads.items()
-                 if _version(k) != _version(key) and _variant(k) == _variant(key)}
-        if stale:
-            for k, name in stale.items():
-                del overloads[k]
-                try:
-                    os.unlink(self._data_path(name))
-                except OSError:
-                    pass
-            self._save_index(overloads)
-        super().save(key, data)
+        os.makedirs(self._cache_path, exist_ok=True)
+        with _locked(self._index_path):
+            overloads = self._load_index()
+            stale = {k: name for k, name in overloads.items()
+                     if _version(k) != _version(key) and _variant(k) == _variant(key)}
+            if stale:
+                for k, name in stale.items():
+                    del overloads[k]
+                    try:
+                        os.unlink(self._data_path(name))
+                    except OSError:
+                        pass
+                self._save_index(overloads)
+            super().save(key, data)
 
 
 def _version(key):

@@ -152,3 +152,34 @@ def test_every_compiled_function_of_the_package_uses_the_kernel_cache():
                 if not isinstance(value._cache, (KernelCache, NullCache)):
                     offenders.append(f"{module_name}.{value.py_func.__qualname__}")
     assert checked > 200 and offenders == []
+
+
+def _save_entries(folder, process, count):
+    """`count` entries of one version of a function into one index (keys of other signatures and
+    closure variables: none is an older version of another), as a compiling process saves them."""
+    from dyn_control.kernel_cache import STAMP, _IndexFile
+    index = _IndexFile(folder, "kernel.f-k.py311", STAMP)
+    for i in range(count):
+        key = ((f"sig{process}.{i}",), "codegen", ("bytecode", f"closure{process}.{i}", "digest", "flags"))
+        index.save(key, (process, i))
+
+
+def test_processes_saving_into_one_index_at_once_keep_every_entry(tmp_path):
+    """dyn-control compile's processes (and two nodes compiling one kernel) save into one index at
+    once: each reads the index, adds its entry and writes it back. Every entry of four processes
+    saving 40 each at once stays in the index, each with its own data file."""
+    import multiprocessing
+    import pickle
+    folder = str(tmp_path)
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_save_entries, args=(folder, p, 40)) for p in range(4)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    with open(os.path.join(folder, "kernel.f-k.py311.nbi"), "rb") as f:
+        pickle.load(f)
+        _, overloads = pickle.loads(f.read())
+    assert len(overloads) == 160
+    assert len(set(overloads.values())) == 160          # no two entries share a data file
