@@ -40,8 +40,8 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from .derivatives import rnea_derivatives
-from .dynamics import (_F64, _FAST_REFUSED, as_real_array, as_vector, check_model_data, compiled_call, crba,
-                       nonlinear_effects, non_finite_error, strict)
+from .dynamics import (_F64, _FAST_REFUSED, as_real_array, as_vector, checked_inputs, compiled_call, crba,
+                       non_finite_error, nonlinear_effects, strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
 from .kernels import contact as _ct
@@ -606,10 +606,7 @@ def _compiled_derivatives(fast_kernel, kernel, model, data, ws, inputs, blocks):
 
 
 def _check_state(model, data, q, v, name_v="v"):
-    check_model_data(model, data)
-    q = as_vector("q", q, model.nv)
-    v = as_vector(name_v, v, model.nv)
-    return q, v
+    return checked_inputs(model, data, q=q, **{name_v: v})
 
 
 def constrained_dynamics(model, data, q, v, tau, contacts):

@@ -19,8 +19,8 @@ import numbers
 import numba
 import numpy as np
 
-from .dynamics import (_F64, _FAST_REFUSED, _OK, aba, as_real_array, as_vector, check_model_data, compiled_call,
-                       coupled_result, coupled_tree_state, crba, external_forces, non_finite_error, strict)
+from .dynamics import (_F64, _FAST_REFUSED, _OK, aba, as_real_array, as_vector, check_model_data, checked_inputs,
+                       compiled_call, coupled_result, coupled_tree_state, crba, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
 from .kernels import joint_terms as _joint
@@ -68,11 +68,7 @@ def regressor(model, data, q, v, a, joint_terms=False):
             return data.Y
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
-    nv = model.nv
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    a = as_vector("a", a, nv)
+    q, v, a = checked_inputs(model, data, q=q, v=v, a=a)
     if model.coupling is None:
         if compiled_call(_entry.regressor, model._buf, data._buf, q, v, a) != _OK:
             _regressor_tree(model, data, q, v, a, data._Y)
@@ -90,11 +86,7 @@ def _regressor_full(model, data, q, v, a):
             return data.Y_full
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
-    nv = model.nv
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    a = as_vector("a", a, nv)
+    q, v, a = checked_inputs(model, data, q=q, v=v, a=a)
     if model.coupling is None:
         if compiled_call(_entry.regressor_full, model._buf, data._buf, q, v, a) != _OK:
             _full_regressor_tree(model, data, q, v, a, data._Y, data._Y_full)
@@ -124,13 +116,8 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
             return data.dtau_dq, data.dtau_dv, data.dtau_da
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
-    nv = model.nv
     given = f_ext
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    a = as_vector("a", a, nv)
-    f_ext = external_forces(model, data, f_ext)
+    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
     G = model.coupling
     if G is None:
         if (given is not None or compiled_call(_entry.rnea_derivatives, model._buf, data._buf, q, v, a)
@@ -191,13 +178,8 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
             return data.ddq_dq, data.ddq_dv, data.Minv
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
-    nv = model.nv
     given = f_ext
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    tau = as_vector("tau", tau, nv)
-    f_ext = external_forces(model, data, f_ext)
+    q, v, tau, f_ext = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
     if (model.coupling is None and given is None
             and compiled_call(_entry.aba_derivatives, model._buf, data._buf, q, v, tau) == _OK):
         return data.ddq_dq, data.ddq_dv, data.Minv

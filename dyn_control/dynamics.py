@@ -154,6 +154,16 @@ def external_forces(model, data, f_ext):
     return as_finite_array("f_ext", f_ext, (model.nbodies, 6))
 
 
+def checked_inputs(model, data, **inputs):
+    """The checked path's opening of a public function: model and data of one robot, then each input
+    in the order given, a joint vector (nv,) named by its argument (as_vector), but `f_ext`: the
+    external forces (external_forces: data's zeros for None). A ValueError names what is wrong."""
+    check_model_data(model, data)
+    nv = model.nv
+    return tuple(external_forces(model, data, x) if name == "f_ext" else as_vector(name, x, nv)
+                 for name, x in inputs.items())
+
+
 # ----------------------------------------------------------------------------------------------
 # Tree-level calls: arguments already checked, tree coordinates, outputs in data.
 
@@ -215,13 +225,8 @@ def rnea(model, data, q, v, a, f_ext=None):
             return data.tau
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
-    nv = model.nv
     given = f_ext
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    a = as_vector("a", a, nv)
-    f_ext = external_forces(model, data, f_ext)
+    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
     if model.coupling is None:
         if given is None:
             status = compiled_call(_entry.rnea, model._buf, data._buf, q, v, a)
@@ -300,13 +305,8 @@ def aba(model, data, q, v, tau, f_ext=None):
             return data.ddq
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
-    nv = model.nv
     given = f_ext
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    tau = as_vector("tau", tau, nv)
-    f_ext = external_forces(model, data, f_ext)
+    q, v, tau, f_ext = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
     if model.coupling is None:
         try:
             if given is None:
@@ -319,7 +319,7 @@ def aba(model, data, q, v, tau, f_ext=None):
             return data.ddq
     if model.coupling is not None:
         # coupled joints: no articulated-body recursion; solve with the reduced M instead
-        bias = rnea(model, data, q, v, np.zeros(nv), f_ext).copy()
+        bias = rnea(model, data, q, v, np.zeros(model.nv), f_ext).copy()
         coupled_result(data._ddq, np.linalg.solve(crba(model, data, q), tau - bias), q=q, v=v, tau=tau,
                        f_ext=f_ext)
         return data.ddq
@@ -352,9 +352,7 @@ def coriolis_matrix(model, data, q, v):
             return data.C
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
-    q = as_vector("q", q, model.nv)
-    v = as_vector("v", v, model.nv)
+    q, v = checked_inputs(model, data, q=q, v=v)
     G = model.coupling
     if G is None and compiled_call(_entry.coriolis_matrix, model._buf, data._buf, q, v) == _OK:
         return data.C

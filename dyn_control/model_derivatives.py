@@ -10,8 +10,7 @@ import os
 
 import numpy as np
 
-from .dynamics import (as_vector, check_model_data, coupled_result, coupled_tree_state, external_forces,
-                       non_finite_error)
+from .dynamics import (checked_inputs, coupled_result, coupled_tree_state, non_finite_error)
 from .inertia.mesh import mesh_inertia
 from .inertia.parameters import transform_phi
 from .kernels import twist_derivatives as _twist
@@ -33,12 +32,7 @@ def twist_derivatives(model, data, q, v, a, f_ext=None):
     (`Model.with_twist_perturbation`): column 6 i + k is component k of eta_i = [w; v], in joint
     i's frame at q_i = 0. f_ext: None or (nbodies, 6), each body's spatial force [n; f] in its own
     frame (it moves with the body)."""
-    check_model_data(model, data)
-    nv = model.nv
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    a = as_vector("a", a, nv)
-    f_ext = external_forces(model, data, f_ext)
+    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
     G = model.coupling
     if G is None:
         _twist_derivatives_tree(model, data, q, v, a, f_ext, data._dtau_deta)

@@ -13,8 +13,7 @@ friction's smooth sign adds F_c sgn_s''(v_i) to d2tau_dv2[i, i, i].
 """
 import numpy as np
 
-from .dynamics import (aba, as_vector, check_model_data, coupled_result, coupled_tree_state, external_forces,
-                       non_finite_error)
+from .dynamics import (aba, checked_inputs, coupled_result, coupled_tree_state, non_finite_error)
 from .kernels import joint_terms as _joint
 from .kernels import rnea_second_derivatives as _so
 from .kernels.inputs import all_finite
@@ -59,12 +58,7 @@ def rnea_second_derivatives(model, data, q, v, a, f_ext=None):
     d2tau_dqdv[i, j, k] = d2 tau_i / dq_j dv_k and dM_dq[i, j, k] = d M_ij / dq_k (symmetric in
     i, j; also d2 tau_i / dq_k da_j). f_ext: None or (nbodies, 6) body-frame forces [n; f], held
     fixed in the body frames. -> Data buffers."""
-    check_model_data(model, data)
-    nv = model.nv
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    a = as_vector("a", a, nv)
-    f_ext = external_forces(model, data, f_ext)
+    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
     _inverse_dynamics_second(model, data, q, v, a, f_ext)
     return data.d2tau_dq2, data.d2tau_dv2, data.d2tau_dqdv, data.dM_dq
 
@@ -78,12 +72,7 @@ def aba_second_derivatives(model, data, q, v, tau, f_ext=None):
     inverse-dynamics derivatives taken at ddq = aba(q, v, tau),
         d2ddq/dx dy = -M^-1 (d2tau/dx dy + dM/dx ddq_y + dM/dy ddq_x),   ddq_x = -M^-1 dtau/dx,
     where dM/dv = 0, and dMinv/dq_k = -M^-1 (dM/dq_k) M^-1. -> Data buffers."""
-    check_model_data(model, data)
-    nv = model.nv
-    q = as_vector("q", q, nv)
-    v = as_vector("v", v, nv)
-    tau = as_vector("tau", tau, nv)
-    f_ext = external_forces(model, data, f_ext)
+    q, v, tau, f_ext = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
     ddq = aba(model, data, q, v, tau, f_ext).copy()
     dtau_dq, dtau_dv, M = _inverse_dynamics_second(model, data, q, v, ddq, f_ext)
     minus_Minv = -np.linalg.inv(M)

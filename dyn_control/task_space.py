@@ -10,8 +10,8 @@ coupling matrix G (J = J_tree G, v_tree = G v).
 """
 import numpy as np
 
-from .dynamics import (_F64, _FAST_REFUSED, _OK, _REFERENCES, as_finite_array, as_vector, check_model_data,
-                       compiled_call, coupled_tree_state, crba, jacobian, non_finite_error, strict)
+from .dynamics import (_F64, _FAST_REFUSED, _OK, _REFERENCES, as_finite_array, as_vector, checked_inputs, compiled_call,
+                       coupled_tree_state, crba, jacobian, non_finite_error, strict)
 from .kernels import entry as _entry
 from .kernels import task_space as _ts
 
@@ -71,11 +71,9 @@ def _time_variation(model, data, q, v, frame, reference):
             return ws, code, q, v
     except (*_FAST_REFUSED, KeyError):
         pass
-    check_model_data(model, data)
+    q, v = checked_inputs(model, data, q=q, v=v)
     f = model.frame_id(frame)
     code = _reference(reference)
-    q = as_vector("q", q, model.nv)
-    v = as_vector("v", v, model.nv)
     ws = _workspace(model, data)
     if (model.coupling is None and compiled_call(_entry.frame_jacobian_time_variation, model._buf, data._buf, q, v,
                                                  f, code, ws.out) == _OK):

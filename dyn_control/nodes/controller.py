@@ -103,20 +103,10 @@ class ControllerNode(LoopNode):
         self.compile_time = None             # [s] of the last warm-up
 
     # ---------------------------------------------------------------- lifecycle
-    def on_configure(self, state):
-        self.state = "configuring"
-        try:
-            values = params.read(self, PARAMETERS, params.PHASES)
-            check_values(values)
-            self._build(values)
-            self._warm_up()
-        except Exception as error:  # noqa: BLE001 - any failure fails the transition, the node lives
-            self.get_logger().error(f"configure failed: {error}")
-            self._destroy_entities()
-            self.state = "unconfigured"
-            return TransitionCallbackReturn.FAILURE
-        self.state = "inactive"
-        return super().on_configure(state)
+    def _configure(self, values):
+        check_values(values)
+        self._build(values)
+        self._warm_up()
 
     def on_activate(self, state):
         c = self._configured

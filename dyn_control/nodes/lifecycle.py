@@ -40,8 +40,9 @@ EXECUTOR_THREADS = 2     # a transition (a first configure may compile for a min
 
 class LoopNode(LifecycleNode):
     """A lifecycle node whose work runs on `self.loop` while active. Subclasses provide
-    `_on_set_parameters`, `_publish_diagnostics` and `_destroy_entities`, the configure, activate
-    and deactivate transitions, and KERNELS: the preload.py loader of their loop's kernels."""
+    `_on_set_parameters`, `_publish_diagnostics` and `_destroy_entities`, `_configure` (what configure
+    does with the parameters' values), the activate and deactivate transitions, and KERNELS: the
+    preload.py loader of their loop's kernels."""
 
     KERNELS = None
     SETTLE_DISCOVERY = False     # autostart activates discovery_settle() after the process's rclpy.init
@@ -49,6 +50,7 @@ class LoopNode(LifecycleNode):
     def __init__(self, node_name, parameters, parameter_prefix, **kwargs):
         super().__init__(node_name, **kwargs)
         self._group_callbacks()
+        self._parameter_table = parameters
         params.declare(self, parameters)
         params.declare_group(self, parameter_prefix)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -92,6 +94,20 @@ class LoopNode(LifecycleNode):
         chain) on a thread of their own, ahead of configure."""
         closed_chain = bool(self.get_parameter("mapping.name").value)
         return preload.in_background(lambda: self.KERNELS(closed_chain), self.get_logger())
+
+    def on_configure(self, state):
+        """Every parameter read, then `_configure(values)`; a failure fails the transition (logged, the
+        entities made so far destroyed) and the node lives on, unconfigured."""
+        self.state = "configuring"
+        try:
+            self._configure(params.read(self, self._parameter_table, params.PHASES))
+        except Exception as error:  # noqa: BLE001 - any failure fails the transition, the node lives
+            self.get_logger().error(f"configure failed: {error}")
+            self._destroy_entities()
+            self.state = "unconfigured"
+            return TransitionCallbackReturn.FAILURE
+        self.state = "inactive"
+        return super().on_configure(state)
 
     def on_activate(self, state):
         """The subclasses call this last before their loop starts: the compile watch starts."""

@@ -47,7 +47,6 @@ Faults, as a real robot meets them:
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -233,19 +232,9 @@ class SimulatorNode(LoopNode):
         super().__init__(node_name, PARAMETERS, PARAMETER_PREFIX, **kwargs)
 
     # ---------------------------------------------------------------- lifecycle
-    def on_configure(self, state):
-        self.state = "configuring"
-        try:
-            values = params.read(self, PARAMETERS, params.PHASES)
-            self._check(values)
-            self._build(values)
-        except Exception as error:  # noqa: BLE001 - any failure fails the transition, the node lives
-            self.get_logger().error(f"configure failed: {error}")
-            self._destroy_entities()
-            self.state = "unconfigured"
-            return TransitionCallbackReturn.FAILURE
-        self.state = "inactive"
-        return super().on_configure(state)
+    def _configure(self, values):
+        self._check(values)
+        self._build(values)
 
     def on_activate(self, state):
         c = self._configured

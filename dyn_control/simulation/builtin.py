@@ -136,15 +136,7 @@ class BuiltinSimulator:
         tau = as_vector("tau", tau, self.nv)
         require_finite("tau", tau)
         f = self.f
-        if wrench is not None:
-            f.wrench[:] = checked_wrench(self.model, wrench, frame)
-            if frame != self._frame:
-                k = self.model.frame_id(frame)
-                f.frame_R[:] = self.model.frame_R[k]
-                f.frame_p[:] = self.model.frame_p[k]
-                f.s[S_FRAME_BODY] = self.model.frame_body[k]
-                self._frame = frame
-        f.s[S_HAS_WRENCH] = wrench is not None
+        self._frame = load_wrench(f, self.model, wrench, frame, self._frame, S_HAS_WRENCH, S_FRAME_BODY)
         self.effort[:] = tau
         try:
             finite = rk4_step(f.flat, f.offsets, self.i.flat, self.i.offsets)
@@ -321,3 +313,19 @@ def checked_wrench(model, wrench, frame):
     wrench = as_vector("wrench", wrench, 6)
     require_finite("wrench", wrench)
     return wrench
+
+
+def load_wrench(f, model, wrench, frame, loaded_frame, has_wrench, frame_body):
+    """Into a step's fields `f`: the wrench (checked_wrench) or none, in slots `has_wrench` and
+    `frame_body` of f.s whether there is one and its frame's body, and the frame's placement when
+    `frame` is not `loaded_frame`, the one they hold. Returns the frame they hold now."""
+    if wrench is not None:
+        f.wrench[:] = checked_wrench(model, wrench, frame)
+        if frame != loaded_frame:
+            k = model.frame_id(frame)
+            f.frame_R[:] = model.frame_R[k]
+            f.frame_p[:] = model.frame_p[k]
+            f.s[frame_body] = model.frame_body[k]
+            loaded_frame = frame
+    f.s[has_wrench] = wrench is not None
+    return loaded_frame

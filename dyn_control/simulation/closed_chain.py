@@ -24,7 +24,7 @@ from ..kernels.loop_closure import CLOSED, NOT_CONVERGED, SINGULAR
 from ..kernels.lu import lu_factor, lu_solve
 from ..kernels.packed import Packed, field1, field2, field3, field_indices
 from ..kernels.reduced_dynamics import project, reduced_inertia, reduced_inverse_dynamics
-from .builtin import checked_wrench
+from .builtin import load_wrench
 
 # entries of the scalar field `s`
 S_DT, S_HAS_WRENCH, S_FRAME_BODY, NS = range(4)
@@ -108,15 +108,7 @@ class ClosedChainSimulator:
         require_finite("tau", tau)
         f = self.f
         f.tau_a[:] = tau[self.active]
-        if wrench is not None:
-            f.wrench[:] = checked_wrench(self.model, wrench, frame)
-            if frame != self._frame:
-                k = self.model.frame_id(frame)
-                f.frame_R[:] = self.model.frame_R[k]
-                f.frame_p[:] = self.model.frame_p[k]
-                f.s[S_FRAME_BODY] = self.model.frame_body[k]
-                self._frame = frame
-        f.s[S_HAS_WRENCH] = wrench is not None
+        self._frame = load_wrench(f, self.model, wrench, frame, self._frame, S_HAS_WRENCH, S_FRAME_BODY)
         status = closed_chain_step(f.flat, f.offsets, self.i.flat, self.i.offsets)
         if status != CLOSED:
             raise ValueError(f"closed-chain simulation: {FAILURES.get(status, 'the state is not finite')} "
