@@ -37,6 +37,7 @@ from ..control.closed_chain_tick import S_CLOSURE_FAILURES, ClosedChainTick
 from ..control.collision import REACTIONS
 from ..control import trajectory as trajectories
 from ..control.fourier import fourier_reference
+from ..control.supervisor import Supervisor
 from ..dynamics import frame_pose, gravity
 from ..task_space import quaternion_to_rotation
 from ..model import JOINT_PARAMETER_NAMES, PRISMATIC
@@ -192,6 +193,7 @@ class ControllerNode(LoopNode):
             raise ValueError("parameter control.frame: no Cartesian impedance with a closed-chain mapping")
         f = c.tick_kernel.f
         c.s = f.s
+        c.supervisor = Supervisor(c.s, self.get_logger())
         c.s[T.S_GRAVITY_BY_ROBOT] = values["gravity_compensation"] == "robot"
         c.s[T.S_WRENCH_DAMPING] = values["estimator.damping"]
         c.s[T.S_CUTOFF_HZ] = values["gradient.cutoff_hz"]
@@ -311,11 +313,10 @@ class ControllerNode(LoopNode):
         period = 1.0 / c.rate_hz
         f = c.tick_kernel.f
         f.max_step[c.controlled] = per_joint("torque_rate_limit", values["torque_rate_limit"], n) * period
-        c.safe_mode = values["safe_mode"]
-        c.safe_mode_timeout = values["safe_mode_timeout"]
-        c.safe_mode_final = values["safe_mode_final"]
+        sup = c.supervisor
+        sup.safe_mode, sup.safe_mode_final = values["safe_mode"], values["safe_mode_final"]
+        sup.watchdog_timeout, sup.safe_mode_timeout = values["watchdog_timeout"], values["safe_mode_timeout"]
         c.braking_time = values["braking_time"]
-        c.watchdog_timeout = values["watchdog_timeout"]
         c.compensation = values["estimator.compensation"]
         c.reader.max_lead_ns = round(values["max_stamp_lead"] * 1e9)
         c.s[T.S_BLEND_TIME] = values["reengage.duration"]
@@ -497,8 +498,8 @@ class ControllerNode(LoopNode):
         indices = c.controlled[trajectories.check_names(points.names, c.controlled_names)]
         trajectories.check_values(points)
         trajectories.check_start(points, c.q[indices], start_tolerance)
-        now = (c.reader.stamp - c.start_stamp) * 1e-9     # a zero stamp is now, a stamp in the past too
-        start = now if points.stamp_ns == 0 else max(now, (points.stamp_ns - c.start_stamp) * 1e-9)
+        now = c.supervisor.time(c.reader.stamp)     # a zero stamp is now, a stamp in the past too
+        start = now if points.stamp_ns == 0 else max(now, c.supervisor.time(points.stamp_ns))
         old = c.trajectory
         start_state = (c.q_d.copy(), c.v_d.copy(), c.a_d.copy())
         if old is not None:
@@ -516,7 +517,7 @@ class ControllerNode(LoopNode):
         tolerance violations)."""
         c = self._configured
         c.reference_point = None
-        c.trajectory = trajectories.Trajectory.hold((c.reader.stamp - c.start_stamp) * 1e-9, c.q.copy())
+        c.trajectory = trajectories.Trajectory.hold(c.supervisor.time(c.reader.stamp), c.q.copy())
 
     def current_trajectory(self):
         return self._configured.trajectory
@@ -526,15 +527,15 @@ class ControllerNode(LoopNode):
         (the acceleration estimate of a tree, else zero) of the controlled joints) of the newest
         joint state; None before the first."""
         c = self._configured
-        if c.reader.stamp is None or c.start_stamp is None:
+        if c.reader.stamp is None or c.supervisor.start_stamp is None:
             return None
         stamp = c.reader.stamp
         acceleration = c.tick_kernel.f.acceleration if c.mapping is None else np.zeros_like(c.q)
         state = np.stack([c.q, c.v, acceleration])[:, c.controlled]
-        return stamp, (stamp - c.start_stamp) * 1e-9, state
+        return stamp, c.supervisor.time(stamp), state
 
     def in_safe_mode(self):
-        return self._configured.safe
+        return self._configured.supervisor.safe
 
     def refused(self, source, error):
         """Count and log a refused trajectory (~/joint_trajectory or an action goal)."""
@@ -558,10 +559,7 @@ class ControllerNode(LoopNode):
         c.reference_point = None
         c.applied_point = None
         c.trajectory = None
-        c.start_stamp = None
-        c.last_sample_time = None
-        c.safe = False
-        c.silent = False
+        c.supervisor.restart()
         c.tick = 0
         c.publish_period = values["state_publish_period"]
         c.gradient_period = values["gradient.period"]
@@ -600,10 +598,11 @@ class ControllerNode(LoopNode):
             self._on_sample(now)
         if c.reader.stamp is None:
             return      # no joint state yet: nothing to command
-        if self._watchdog(now):
+        sup = c.supervisor
+        if sup.watchdog(now, self._delivery_verdict):
             return      # silent: no command, and the rate limit goes on from the last one published
         limited = c.s[T.S_RATE_LIMITED]
-        t = (c.reader.stamp - c.start_stamp) * 1e-9
+        t = sup.time(c.reader.stamp)
         k = c.tick
         publish_phase = k % c.publish_period
         period = c.gradient_period or 1      # 0: no gradients (the phase never matches)
@@ -632,8 +631,8 @@ class ControllerNode(LoopNode):
         c.command_raw.views["data"][:] = c.tick_kernel.f.command
         c.command_out.publish()
         c.commanded = True
-        if c.safe:
-            c.hold_published = s[T.S_RATE_LIMITED] == limited     # the hold torque went out whole
+        if sup.safe:
+            sup.hold_published = s[T.S_RATE_LIMITED] == limited     # the hold torque went out whole
         c.tick += 1
         if s[T.S_CONTACTS] != c.seen_contacts or s[T.S_COLLISIONS] != c.seen_collisions:
             self._publish_collision_event()
@@ -665,38 +664,6 @@ class ControllerNode(LoopNode):
             c.applied_point = None
             self.get_logger().info("collision reset: resuming from the measured state")
 
-    def _watchdog(self, now):
-        """Safe mode from the age of the newest valid joint state: stale for watchdog_timeout -> hold
-        (g(q) at the last state, or zero); for safe_mode_timeout -> safe_mode_final. Leaving it
-        re-anchors the reference at the measured state. True when no command is to be published:
-        silent goes quiet only once the rate limit has brought the command to the hold torque, so
-        that a robot which holds its last command (ros2_control's forward controllers) holds one
-        without a velocity term, never the last tracking torque."""
-        c = self._configured
-        age = now - c.last_sample_time
-        stale = age > c.watchdog_timeout
-        final = stale and age > c.safe_mode_timeout
-        if stale != c.safe:
-            c.safe = stale
-            if stale:
-                c.watchdog_trips += 1
-                c.hold_published = False
-                self.get_logger().error(f"safe mode ({c.safe_mode}): no valid joint state for {age:.3f} s")
-            else:
-                c.s[T.S_ANCHOR] = 1.0
-                verdict = self._delivery_verdict()
-                self.get_logger().info(f"joint states are back after {c.outage:.3f} s{verdict}: "
-                                       "leaving safe mode, blending back to the reference "
-                                       f"over {c.s[T.S_BLEND_TIME]:g} s")
-        if final != c.silent:
-            c.silent = final
-            if final:
-                self.get_logger().error(f"no valid joint state for {age:.3f} s: safe_mode_final "
-                                        f"{c.safe_mode_final}")
-        c.s[T.S_SAFE] = stale
-        c.s[T.S_SAFE_ZERO] = c.safe_mode == "zero" or (final and c.safe_mode_final == "zero")
-        return final and c.safe_mode_final == "silent" and c.hold_published
-
     def _delivery_verdict(self):
         """On leaving safe mode: did the robot's side go silent, or did its joint states fail to
         reach this process? Late in transit: the ones that ended the outage arrive together, the
@@ -714,8 +681,8 @@ class ControllerNode(LoopNode):
             said = (f"; the robot's side published {lost} more that never reached this process (their "
                     "publication sequence numbers): lost in transit")
         oldest = header_stamp_ns(backlog[0]) if len(backlog) >= 2 else None
-        after = (oldest - c.stamp_before_outage) * 1e-9 if oldest is not None else math.inf
-        if len(backlog) >= 2 and (len(backlog) >= qos.SENSOR_DATA.depth or 0.0 < after <= c.watchdog_timeout):
+        after = (oldest - c.supervisor.stamp_before_outage) * 1e-9 if oldest is not None else math.inf
+        if len(backlog) >= 2 and (len(backlog) >= qos.SENSOR_DATA.depth or 0.0 < after <= c.supervisor.watchdog_timeout):
             c.late_deliveries += 1
             said = (f"; {len(backlog)} arrived at once, the oldest stamped {after:.3f} s after the last one "
                     f"before: they were late in transit to this process, the robot's side published on time"
@@ -741,7 +708,7 @@ class ControllerNode(LoopNode):
         c = self._configured
         messages = c.backlog = c.joint_states.take_all_raw()
         now_ns = time.time_ns()
-        c.reader.new_time_base = c.safe    # stamps that jumped back count once the watchdog tripped
+        c.reader.new_time_base = c.supervisor.safe    # stamps that jumped back count once the watchdog tripped
         for raw in reversed(messages):
             if c.reader.read(raw, now_ns) == ACCEPTED:
                 return True
@@ -767,44 +734,24 @@ class ControllerNode(LoopNode):
                 2.0 * math.pi * values["reference.fourier.frequency"], np.zeros(n), np.zeros(n), np.zeros(n))
 
     def _on_sample(self, now):
-        """A new accepted joint state: start the reference clock, flag the estimators' step (or
-        their reset after a gap)."""
+        """A new accepted joint state: the supervisor's sample flags; the first since activate sets up
+        the reference (its centre, the rate limit's seed, the posture)."""
         c = self._configured
         reader = c.reader
-        if c.start_stamp is None:
-            c.start_stamp = reader.stamp
-            c.centre[:] = reader.q
-            if not c.commanded:
-                self._seed_rate_limit()
-            if c.fourier is not None:      # the joints the series does not move hold where they are
-                c.q_d[:], c.v_d[:], c.a_d[:] = reader.q, 0.0, 0.0
-            if c.reference_position:
-                c.centre[c.controlled] = per_joint("reference.position", c.reference_position, len(c.controlled))
-            if c.mapping is None:      # the Cartesian impedance's posture: the one at activation by default
-                posture = c.tick_kernel.f.posture
-                posture[:] = reader.q
-                if c.posture:
-                    posture[c.controlled] = per_joint("cartesian.nullspace.posture", c.posture, len(c.controlled))
-            reset, dt = True, 0.0
-        else:
-            dt = (reader.stamp - c.previous_stamp) * 1e-9
-            reset = not 0.0 < dt <= c.watchdog_timeout   # after a gap the momentum balance starts over
-            c.estimator_restarts += reset
-            if dt <= 0.0:
-                # a new time base (a simulator reset): the reference goes on from where it was
-                c.start_stamp = reader.stamp - (c.previous_stamp - c.start_stamp)
-                self.get_logger().warning(f"joint-state stamps jumped back by {-dt:.3f} s: new time base, "
-                                          "the reference continues from where it was")
-        c.s[T.S_NEW_SAMPLE] = 1.0
-        c.s[T.S_RESET] = reset
-        if reset:       # the first sample, or one after a gap (the loop paused): re-anchor the reference
-            c.s[T.S_ANCHOR] = 1.0
-        c.s[T.S_DT] = dt
-        c.s[T.S_HAS_EFFORT] = reader.has_effort
-        if c.safe:      # the sample that ends a watchdog trip: the outage it ends, for the log
-            c.stamp_before_outage, c.outage = c.previous_stamp, now - c.last_sample_time
-        c.previous_stamp = reader.stamp
-        c.last_sample_time = now
+        if not c.supervisor.on_sample(now, reader.stamp, reader.has_effort):
+            return
+        c.centre[:] = reader.q
+        if not c.commanded:
+            self._seed_rate_limit()
+        if c.fourier is not None:      # the joints the series does not move hold where they are
+            c.q_d[:], c.v_d[:], c.a_d[:] = reader.q, 0.0, 0.0
+        if c.reference_position:
+            c.centre[c.controlled] = per_joint("reference.position", c.reference_position, len(c.controlled))
+        if c.mapping is None:      # the Cartesian impedance's posture: the one at activation by default
+            posture = c.tick_kernel.f.posture
+            posture[:] = reader.q
+            if c.posture:
+                posture[c.controlled] = per_joint("cartesian.nullspace.posture", c.posture, len(c.controlled))
 
     def _seed_rate_limit(self):
         """Before the first command since configure there is none to limit the rate from: the robot
@@ -895,13 +842,14 @@ class ControllerNode(LoopNode):
         s = c.s
         s[T.S_ESTIMATE] = s[T.S_NEW_SAMPLE] = s[T.S_RESET] = s[T.S_ANCHOR] = 0.0
         s[T.S_WANT_WRENCH] = s[T.S_WANT_GRADIENT] = s[T.S_WANT_TWIST] = 0.0
-        s[T.S_SAFE_ZERO] = c.safe_mode == "zero"
+        sup = c.supervisor
+        s[T.S_SAFE_ZERO] = sup.safe_mode == "zero"
         period = 1.0 / c.rate_hz
         s[T.S_BRAKE], s[T.S_SAFE] = 1.0, 0.0
         start = now = time.monotonic()
-        while now - start < c.braking_time and now - c.last_sample_time <= c.watchdog_timeout:
+        while now - start < c.braking_time and now - sup.last_sample_time <= sup.watchdog_timeout:
             if self._take_joint_state(now):
-                c.last_sample_time = now
+                sup.last_sample_time = now
                 if np.all(np.abs(c.v[c.controlled]) < STOP_SPEED):
                     break
                 self._publish_tick()
@@ -934,7 +882,7 @@ class ControllerNode(LoopNode):
                   "rejected trajectories": c.rejected_trajectories,
                   "last rejected joint state": c.reader.last_rejection,
                   "last rejected reference or trajectory": c.last_rejection,
-                  "watchdog trips": c.watchdog_trips,
+                  "watchdog trips": c.supervisor.watchdog_trips,
                   "watchdog trips on joint states late in transit": c.late_deliveries,
                   "watchdog trips on joint states lost in transit": c.lost_deliveries,
                   "joint states stamped ahead of this clock": c.reader.future_stamps,
@@ -944,7 +892,7 @@ class ControllerNode(LoopNode):
                   "rate-limited commands": int(c.s[T.S_RATE_LIMITED])}
         values["non-finite commands replaced"] = int(c.s[T.S_NON_FINITE])
         values["estimator resets"] = int(c.s[T.S_ESTIMATOR_RESETS])
-        values["estimator restarts after gaps"] = c.estimator_restarts
+        values["estimator restarts after gaps"] = c.supervisor.estimator_restarts
         if c.mapping is not None:
             values["loop-closure failures"] = int(c.s[S_CLOSURE_FAILURES])
         if c.adaptation is not None:
@@ -985,8 +933,8 @@ class ControllerNode(LoopNode):
                 "tick cpu p99 [ms]": f"{s['cpu_p99'] * 1e3:.3f}",
                 "deadline misses": s["deadline_misses"],
                 "ticks": s["ticks"],
-                "safe mode": c.safe,
-                "safe mode final": c.silent and c.safe_mode_final,
+                "safe mode": c.supervisor.safe,
+                "safe mode final": c.supervisor.silent and c.supervisor.safe_mode_final,
             })
             error_sq, error_count = c.s[T.S_ERROR_SQ], c.s[T.S_ERROR_COUNT]
             if error_count:
@@ -995,11 +943,11 @@ class ControllerNode(LoopNode):
             if self.loop.error is not None:
                 level, message = DiagnosticStatus.ERROR, f"loop stopped: {self.loop.error!r}"
                 values["fatal"] = "true"      # dyn-control bringup exits 3
-            elif c.silent:
-                level, message = DiagnosticStatus.ERROR, (f"joint states stale for over {c.safe_mode_timeout:g} s: "
-                                                          f"{c.safe_mode_final}")
-            elif c.safe:
-                level, message = DiagnosticStatus.ERROR, f"safe mode ({c.safe_mode}): joint states stale"
+            elif c.supervisor.silent:
+                level, message = DiagnosticStatus.ERROR, (f"joint states stale for over {c.supervisor.safe_mode_timeout:g} "
+                                                          f"s: {c.supervisor.safe_mode_final}")
+            elif c.supervisor.safe:
+                level, message = DiagnosticStatus.ERROR, f"safe mode ({c.supervisor.safe_mode}): joint states stale"
             elif c.s[T.S_COLLIDED]:
                 level, message = DiagnosticStatus.ERROR, f"collided ({c.last_collision}): ~/reset_collision resumes"
             elif c.reader.stamp is None:
@@ -1017,16 +965,10 @@ class _Configured:
     last_collision = ""
     trajectory = None
     last_rejection = ""
-    watchdog_trips = 0
     late_deliveries = 0     # watchdog trips ended by joint states that were late in transit
     lost_deliveries = 0     # watchdog trips after which joint states were missing (publication sequence numbers)
     backlog = ()            # the serialized joint states the tick took (valid until the next take)
-    outage = 0.0            # [s] without a joint state before the one that ended the last trip (loop clock)
-    stamp_before_outage = 0     # [ns] the stamp of the accepted joint state before that outage
-    estimator_restarts = 0
     reference_point = None
-    safe = False
-    hold_published = False      # in safe mode: the hold torque has gone out whole (not rate-limited)
     new_sample = False
     adaptation = None
     commanded = False       # a command was published since configure
