@@ -4,7 +4,7 @@ was filled with, and rosbags' own serializer gives the same bytes (rosbags refus
 trailing bytes: "CDR message size mismatch").
 
 The loops' messages are serialized templates filled in place (wire.RawMessage): built here by the
-nodes' own functions (controller.message_templates, simulator.message_templates) and filled as the
+nodes' own functions (controller_messages.message_templates, simulator.message_templates) and filled as the
 loops fill them; then also published through rcl as the loops publish them and taken raw as
 `dyn-control record` takes them (bag_recorder.py). The messages the nodes publish as objects
 (/diagnostics, ~/collision, the label lists) are serialized by the RMW: published and taken the same
@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 import dyn_control as dc
-from dyn_control.nodes import controller, qos, simulator
+from dyn_control.nodes import controller_messages, qos, simulator
 from dyn_control.nodes.rcl_io import RawPublisher
 
 pytest.importorskip("rosbags", reason="the oracle reads the messages with rosbags (pip install .[identification])")
@@ -41,7 +41,7 @@ TEMPLATE_TYPES = {
     "simulator": {"joint": JointState, "applied": WrenchStamped},
 }
 TEMPLATES = [(node, name) for node, types in TEMPLATE_TYPES.items() for name in types]
-BUILDERS = {"controller": lambda model, joints: controller.message_templates(model, joints),
+BUILDERS = {"controller": lambda model, joints: controller_messages.message_templates(model, joints),
             "simulator": lambda model, joints: simulator.message_templates(model)}
 # where each view of a template lies in its message
 VIEW_FIELDS = {"data": ("data",), "position": ("position",), "velocity": ("velocity",), "effort": ("effort",),

@@ -160,6 +160,20 @@ PARAMETERS = (
      + trajectory_input.PARAMETERS + follow_joint_trajectory.PARAMETERS)
 
 
+def check_closed_chain_values(values, model):
+    """What a closed-chain mapping does not offer: joint terms and a payload on the model, the
+    joint-twist gradient, gravity compensated by the robot."""
+    if np.any(model.joint_terms) or values["model.payload.link"]:
+        raise ValueError("parameters model.*: joint terms (armature, friction) are not modelled on a "
+                         "closed chain; leave them empty and the URDF without <dynamics>")
+    if values["gradient.twist"]:
+        raise ValueError("parameter gradient.twist: the joint-twist gradient is not available with a "
+                         "closed-chain mapping (it needs the loop closure's derivative with respect to "
+                         "the joint twists); set gradient.twist: false")
+    if values["gravity_compensation"] == "robot":
+        raise ValueError("parameter gravity_compensation: robot is not available with a closed-chain mapping")
+
+
 def check_values(values, njoints=None):
     """Range checks beyond the types; njoints (when known) checks per-joint list lengths."""
     def positive(name):

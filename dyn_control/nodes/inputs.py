@@ -15,6 +15,8 @@ optional: missing or non-finite, the sample simply has no measured effort.
 """
 import numpy as np
 
+from ..dynamics import frame_pose
+from ..task_space import quaternion_to_rotation
 from . import wire
 from .qos import RING_CAPACITY
 
@@ -154,3 +156,27 @@ def reference_from_point(msg, n):
     if not all(np.isfinite(p).all() for p in parts):
         raise ValueError("reference: non-finite values")
     return tuple(parts)
+
+
+def cartesian_target(msg, model, data, q, control_frame, reach):
+    """(R, p) of a PoseStamped target in the root frame of `model`: its frame (the header's) placed at
+    the joint positions `q` (None before the first joint state) with `data`; a ValueError when it is
+    not finite, not a rotation, in an unknown frame or outside `control_frame`'s `reach` [m]."""
+    o, x = msg.pose.orientation, msg.pose.position
+    quaternion, p = np.array([o.x, o.y, o.z, o.w]), np.array([x.x, x.y, x.z])
+    if not (np.isfinite(quaternion).all() and np.isfinite(p).all()):
+        raise ValueError("non-finite pose")
+    if not 0.5 < np.linalg.norm(quaternion) < 2.0:
+        raise ValueError(f"orientation is not a unit quaternion (norm {np.linalg.norm(quaternion):.3g})")
+    R = quaternion_to_rotation(quaternion)
+    frame = msg.header.frame_id
+    if frame and frame != model.root_name:
+        if q is None:
+            raise ValueError(f"frame {frame!r}: no joint state yet to place it")
+        pose = frame_pose(model, data, q.copy(), frame)   # ValueError naming an unknown frame
+        R, p = pose[:3, :3] @ R, pose[:3, :3] @ p + pose[:3, 3]
+    distance = np.linalg.norm(p)
+    if distance > reach:
+        raise ValueError(f"outside the workspace: {distance:.3f} m from the root, the reach of "
+                         f"{control_frame!r} is {reach:.3f} m")
+    return R, p

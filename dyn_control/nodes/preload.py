@@ -89,8 +89,8 @@ def controller_kernels(closed_chain=False):
         from ..task_space import quaternion_to_rotation
         # the public functions first (their entry kernels compile what they call without Numba's
         # runtime, kernels/__init__.py), then the tick
-        gravity(model, model.create_data(), np.zeros(nv))      # the rate limit's seed (controller.py)
-        quaternion_to_rotation(np.array([0.0, 0.0, 0.0, 1.0]))  # ~/target_pose (controller.py)
+        gravity(model, model.create_data(), np.zeros(nv))      # the rate limit's seed (controller_assembly.py)
+        quaternion_to_rotation(np.array([0.0, 0.0, 0.0, 1.0]))  # ~/target_pose (inputs.py)
         frame_pose(model, model.create_data(), np.zeros(nv), model.frame_names[-1])
         ControllerTick(model, np.arange(nv), model.frame_names[-1], 2).warm_up()
     trajectory_input.warm_up()
