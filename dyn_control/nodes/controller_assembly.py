@@ -1,6 +1,8 @@
-"""What a configured controller owns, and the parameters' values put into it (no ROS): the
-configured objects, the live parameters into the tick's gains, flags and the supervisor, the
-Cartesian impedance's and collision detection's settings, the Fourier reference's series, and the
+"""What a configured controller owns and does between its ROS inputs and outputs (no node, no ROS
+entity): the configured objects built from the parameters' values, the live parameters put into the
+tick's gains and flags and the supervisor, the Cartesian impedance's and collision detection's
+settings, the reference on activate (sine, Fourier series), at the first joint state, from a
+reference point and as a scheduled trajectory, the inputs the callbacks leave for the loop, and the
 frames' reach."""
 import math
 
