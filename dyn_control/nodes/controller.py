@@ -13,7 +13,7 @@ publishes the command as bytes; the every-N-ticks messages fall on different tic
 Here: the transitions, the ROS entities, the callbacks and the tick's I/O. Beside it:
 controller_parameters.py (the schema and its checks: doc/parameters.md), controller_assembly.py
 (the configured objects and the parameters' values in them, the reference's set-up and scheduling;
-no ROS), controller_messages.py (what the loop publishes, /diagnostics), delivery.py (why joint
+no ROS entity), controller_messages.py (what the loop publishes, /diagnostics), delivery.py (why joint
 states stopped), inputs.py (the inputs' parsing). Topics and safety rules: doc/controller.md.
 """
 import sys
