@@ -8,9 +8,9 @@ from active.
 For each fault, from its start to 2 s after its end: no joint faster than 1.5 times its peak speed
 of the 2 s before (or 0.5 rad/s) nor its URDF velocity limit, the kinetic energy (Pinocchio's
 M(q)) below 1.2 times its value at the start, tracking back below 1e-3 rad within 2 s (after the
-stop: within 2 s of the next activation; an excursion within 0.3 s of a stall of the machine, over
-5 ms without states or commands, is counted apart: faults.recovery_time), and no command step above
-the torque-rate limit. The 1 s
+stop: within 2 s of the next activation; a later excursion within 0.3 s of a stall of the machine,
+over 5 ms without states or commands or a controller acting on a state over 5 ms old, is counted
+apart: faults.recovery_time), and no command step above the torque-rate limit. The 1 s
 outage on the robot that holds commands is judged from the joint states' return (the arm fell
 while the controller was blind): no joint faster than the fastest one in the first 0.1 s after the
 return (or the blend's 1 rad/s), the energy below 1.2 times its value then: the controller brakes

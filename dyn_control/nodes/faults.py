@@ -22,8 +22,9 @@ from the fault's start (t0) to 2 s after its end (t1):
 - recovery: after t1 (after a stop: after the activation that follows), how long until the
   tracking error (~/desired against the true state) stays below 1e-3 rad, but for excursions that
   begin after tracking came back and within 0.3 s of a stall of the machine (a gap of the
-  simulator's states or of the controller's commands over 5 ms, DDS source timestamps): those are
-  counted ("excursions after a stall"), as the machine's;
+  simulator's states or of the controller's commands over 5 ms, or a ~/desired published over 5 ms
+  after the state it carries: DDS source timestamps): those are counted ("excursions after a
+  stall"), as the machine's;
 - command steps: the largest change between consecutive commands against torque_rate_limit / rate.
 `run_scenarios()` returns these figures; `dyn-control faults` prints them; test_ros_faults.py
 asserts them.
@@ -367,14 +368,22 @@ def recovery_time(monitor, t1, activated=None):
 
 
 def stalls(monitor, t1):
-    """[(start, end)] [ns] of the gaps over MACHINE_GAP between the simulator's states or between
-    the controller's commands (DDS source timestamps) that began after the fault's end t1 (the
-    fault's own silence is not the machine's)."""
+    """[(start, end)] [ns] of the machine's stalls that began after the fault's end t1 (the fault's
+    own silence is not the machine's), from DDS source timestamps: the gaps over MACHINE_GAP between
+    the simulator's states or between the controller's commands, and the times the controller
+    acted on a joint state older than MACHINE_GAP (a ~/desired published that long after the
+    simulator published the state it carries: the relay or the transport stalled, while the
+    controller went on commanding from the state it had)."""
     gaps = []
     for key in ("states", "commands"):
         stamps = np.sort(np.array([row[0] for row in monitor.rows[key]]))
         long = (np.diff(stamps) > MACHINE_GAP * 1e9) & (stamps[:-1] >= t1)
         gaps += list(zip(stamps[:-1][long], stamps[1:][long]))
+    published = {row[1]: row[0] for row in monitor.rows["states"]}
+    for source, stamp, *_ in monitor.rows["desired"]:
+        state = published.get(stamp)
+        if state is not None and state >= t1 and source - state > MACHINE_GAP * 1e9:
+            gaps.append((state, source))
     return gaps
 
 
