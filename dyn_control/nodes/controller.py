@@ -16,6 +16,7 @@ controller_parameters.py (the schema and its checks: doc/parameters.md), control
 no ROS entity), controller_messages.py (what the loop publishes, /diagnostics), delivery.py (why joint
 states stopped), inputs.py (the inputs' parsing). Topics and safety rules: doc/controller.md.
 """
+import functools
 import sys
 import time
 
@@ -130,6 +131,7 @@ class ControllerNode(LoopNode):
         n = len(controlled)
         check_values(values, n)
         c = self._configured = assemble(values, model, mapping, controlled, frame, self.get_logger())
+        c.delivery_verdict = functools.partial(delivery_verdict, c)     # made once: the tick allocates nothing
         # publishers and subscriptions
         c.command_pub = self.create_lifecycle_publisher(Float64MultiArray, values["command_topic"], qos.COMMAND)
         c.desired_pub = self.create_lifecycle_publisher(JointState, "~/desired", qos.STATE)
@@ -351,7 +353,7 @@ class ControllerNode(LoopNode):
         if c.reader.stamp is None:
             return      # no joint state yet: nothing to command
         sup = c.supervisor
-        if sup.watchdog(now, lambda: delivery_verdict(c)):
+        if sup.watchdog(now, c.delivery_verdict):
             return      # silent: no command, and the rate limit goes on from the last one published
         limited = c.s[T.S_RATE_LIMITED]
         t = sup.time(c.reader.stamp)

@@ -31,6 +31,7 @@ class Configured:
     late_deliveries = 0     # watchdog trips ended by joint states that were late in transit
     lost_deliveries = 0     # watchdog trips after which joint states were missing (publication sequence numbers)
     backlog = ()            # the serialized joint states the tick took (valid until the next take)
+    delivery_verdict = None     # () -> what the log says of an outage on leaving safe mode (the node's)
     reference_point = None
     new_sample = False
     adaptation = None
