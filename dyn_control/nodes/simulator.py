@@ -24,6 +24,10 @@ then the robot is held still at its initial position and /joint_states carry the
 controller that takes seconds to configure finds the robot where it started. Joint-state stamps
 are start + k dt for step k: the time of the state, even when the loop catches up on a backlog.
 
+The robot's side of what follows (waiting, the command timeout, the clamp, gravity, wrenches,
+divergence) is simulation/simulated_robot.py, without ROS; this node takes the commands and
+wrenches, runs the loop and publishes.
+
 Faults, as a real robot meets them:
 - Commands: the newest valid command of the backlog (a queue of qos.COMMAND_IN_DEPTH, so a flood of
   invalid commands from another publisher cannot push the valid ones out) is applied; wrong length or
@@ -51,9 +55,8 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..dynamics import gravity
 from ..simulation.closed_chain import ClosedChainSimulator
-from ..simulation.guards import clamp_efforts, diverged_joint
+from ..simulation.simulated_robot import TIMEOUT_ACTIONS, SimulatedRobot
 from . import params, preload, qos
 from .closed_chain import PARAMETER_PREFIX, active_theta, node_mapping
 from .lifecycle import LoopNode, spin
@@ -65,7 +68,6 @@ from .timing import RealtimeLoop
 from .wire import RawMessage, markers, message_view, parse_float64_array, vector_pair_template
 
 BACKENDS = ("builtin", "mujoco")
-TIMEOUT_ACTIONS = ("brake", "zero")
 
 PARAMETERS = (
     Param("robot_description", "", "string", "configure", "URDF XML of the robot (first choice)"),
@@ -175,31 +177,6 @@ def drive_effort_limits(model, default):
     return limits
 
 
-def hold_at_rest(sim, q):
-    """The backend's robot at rest at q (builtin, MuJoCo: reset to (q, 0)); a closed chain at rest
-    where it is (its state must close the loop: only its velocities are zeroed). Effort zero."""
-    if isinstance(sim, ClosedChainSimulator):
-        sim.dtheta[:] = 0.0
-        sim.v[:] = 0.0
-        sim.effort[:] = 0.0
-    else:
-        sim.reset(q, np.zeros(sim.nv))
-
-
-def self_reset_detector(sim):
-    """MuJoCo resets its state silently after a non-finite or huge (1e10) position, velocity or
-    acceleration, counting a warning in mj_data: a function telling whether it did since the
-    backend's last reset. The other backends raise instead: a function that says False."""
-    data = getattr(sim, "mj_data", None)
-    if data is None:
-        return lambda: False
-    import mujoco
-    w = mujoco.mjtWarning
-    kinds = np.array([int(w.mjWARN_BADQPOS), int(w.mjWARN_BADQVEL), int(w.mjWARN_BADQACC)])
-    warnings = data.warning
-    return lambda: bool(warnings.number[kinds].any())
-
-
 def message_templates(model):
     """The serialized templates (wire.RawMessage) of the messages the loop publishes, by the name of
     their publisher (`<name>_pub`): joint (/joint_states) and applied (~/applied_wrench)."""
@@ -239,13 +216,8 @@ class SimulatorNode(LoopNode):
     def on_activate(self, state):
         c = self._configured
         values = params.read(self, PARAMETERS, ("activate", "live"))
-        c.command_timeout = values["command_timeout"]
-        c.timeout_action = values["command_timeout_action"]
-        c.waiting = values["wait_for_command"]
-        c.command_time = None
-        c.timed_out, c.braked, c.diverged = True, False, None
-        if not c.waiting:
-            self._start_clock()
+        c.robot.activate(values["command_timeout"], values["command_timeout_action"], values["wait_for_command"],
+                         c.clock_ns())
         result = super().on_activate(state)
         self.state = "active"
         self.loop = RealtimeLoop("dyn_simulator loop", c.sim.dt, self._tick, catch_up=True,
@@ -254,7 +226,7 @@ class SimulatorNode(LoopNode):
                                  on_error=self._on_loop_error)
         self.loop.start()
         self.get_logger().info(f"simulating {c.model.name!r} ({c.backend}) at {1.0 / c.sim.dt:g} Hz"
-                               + (", waiting for the first command" if c.waiting else ""))
+                               + (", waiting for the first command" if c.robot.waiting else ""))
         return result
 
     def on_deactivate(self, state):
@@ -289,7 +261,6 @@ class SimulatorNode(LoopNode):
         self._configured = c
         c.model = model
         c.backend = values["backend"]
-        c.schedule = wrench_schedule(values, model)
         if values["mapping.name"]:
             if np.any(model.joint_terms) or values["payload.link"]:
                 raise ValueError("parameters robot.*, payload.*: joint terms and payloads are not simulated on a "
@@ -309,31 +280,27 @@ class SimulatorNode(LoopNode):
         c.noise_std = (values["noise.position"], values["noise.velocity"], values["noise.effort"])
         c.noise = np.random.default_rng(values["noise.seed"]) if any(c.noise_std) else None
         c.noise_sample = np.zeros(model.nv)
-        c.gravity_by_robot = values["gravity_compensation"] == "robot"
-        if c.gravity_by_robot and c.mapping is not None:
+        gravity_by_robot = values["gravity_compensation"] == "robot"
+        if gravity_by_robot and c.mapping is not None:
             raise ValueError("parameter gravity_compensation: robot is not simulated on a closed chain")
-        c.effort_limit = drive_effort_limits(model, values["default_effort_limit"])
+        effort_limit = drive_effort_limits(model, values["default_effort_limit"])
         urdf_limits = coordinate_effort_limits(model)
         unlimited = [model.actuated_joints[k] for k in c.commanded if not 0.0 < urdf_limits[k] < np.inf]
         if unlimited:
             self.get_logger().warning(f"URDF: no effort limit (or 0) for {', '.join(unlimited)}: their drives "
                                       f"clamp to default_effort_limit = {values['default_effort_limit']:g}")
         c.max_force, c.max_torque = values["max_external_force"], values["max_external_torque"]
-        c.max_velocity = values["divergence_velocity"]
         c.max_catch_up = values["max_catch_up"]
         c.cpu = values["realtime.cpu"]
         c.priority = values["realtime.priority"]
-        c.gravity_data = model.create_data()
         c.sim.step(np.zeros(model.nv))      # compile (or load) the kernels of a step now
         c.sim.step(np.zeros(model.nv), np.zeros(6), model.frame_names[-1])
         c.sim.reset(q0)
-        c.q_before = np.array(c.sim.q)
-        c.backend_reset_itself = self_reset_detector(c.sim)
-        clamp_efforts(np.zeros(model.nv), c.effort_limit)      # compile (or load) these two now
-        diverged_joint(c.q_before, c.q_before, c.q_before, c.max_velocity, c.sim.dt)
-        c.command = np.zeros(model.nv)
+        c.robot = SimulatedRobot(c.sim, model, c.commanded, effort_limit, values["divergence_velocity"],
+                                 gravity_by_robot, wrench_schedule(values, model), self.get_logger(),
+                                 on_diverge=self._publish_diagnostics)
+        c.clock_ns = lambda: self.get_clock().now().nanoseconds
         c.received = np.zeros(len(c.commanded))
-        c.tau = np.zeros(model.nv)
         c.command_sub = qos.PolledSubscription(self, Float64MultiArray, values["command_topic"], qos.COMMAND_IN,
                                                ring_capacity=qos.COMMAND_RING_CAPACITY)
         c.wrench_sub = self.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, qos.STATE)
@@ -344,7 +311,7 @@ class SimulatorNode(LoopNode):
         c.joint_out, c.applied_out = RawPublisher(c.joint_pub, c.joint_raw), RawPublisher(c.applied_pub, c.applied_raw)
         # compile (or load) the command parser now
         parse_float64_array(message_view(serialize_message(Float64MultiArray(data=[0.0]))), c.received)
-        self.get_logger().info(f"robot {model.name!r} with {len(c.schedule)} scheduled wrenches; "
+        self.get_logger().info(f"robot {model.name!r} with {len(c.robot.schedule)} scheduled wrenches; "
                                f"commands on {values['command_topic']}")
 
     def _closed_chain(self, values, model):
@@ -377,8 +344,7 @@ class SimulatorNode(LoopNode):
                 values = params.merged(self, PARAMETERS, changes)
                 self._check(values)
                 if self._configured is not None:
-                    self._configured.command_timeout = values["command_timeout"]
-                    self._configured.timeout_action = values["command_timeout_action"]
+                    self._configured.robot.set_timeout(values["command_timeout"], values["command_timeout_action"])
             except ValueError as error:
                 reason = str(error)
         return params.result(reason)
@@ -399,111 +365,23 @@ class SimulatorNode(LoopNode):
             c.rejected_wrenches += 1
             self.get_logger().warning(f"~/external_wrench rejected: {error}", throttle_duration_sec=1.0)
             return
-        c.topic_wrench = (msg.header.frame_id, wrench) if np.any(wrench) else None
+        c.robot.set_wrench(msg.header.frame_id, wrench)
 
     # ---------------------------------------------------------------- the loop
     def _tick(self, now):
         c = self._configured
         self._take_command(now)
-        if c.waiting:
-            if c.command_time is None:
-                self._publish(self.get_clock().now().nanoseconds, None)     # held still, time frozen
-                return
-            c.waiting = False
-            self._start_clock()
-        timed_out = c.command_time is None or now - c.command_time > c.command_timeout
-        if timed_out != c.timed_out:
-            c.timed_out = timed_out
-            if timed_out and c.command_time is not None:
-                self.get_logger().warning(f"no command for {c.command_timeout} s: "
-                                          + ("brakes engaged" if c.timeout_action == "brake" else "zero effort"))
-        applied = None
-        if c.diverged is None:
-            t = c.step * c.sim.dt
-            applied = c.topic_wrench
-            if applied is None:
-                applied = next(((frame, w) for start, end, frame, w in c.schedule if start <= t < end), None)
-            self._brake(timed_out and c.timeout_action == "brake")
-            if not c.braked:
-                self._step(timed_out, applied)
-        c.step += 1
-        self._publish(c.start_ns + round(c.step * c.sim.dt * 1e9), applied)
+        self._publish(*c.robot.tick(now, c.clock_ns))
 
     def _take_command(self, now):
-        """The newest valid command of the backlog, clamped to the effort limits (counted when it was
-        beyond them); the invalid ones newer than it are counted, older ones are superseded unread."""
+        """The newest valid command of the backlog to the robot; the invalid ones newer than it are
+        counted, older ones are superseded unread."""
         c = self._configured
         for raw in reversed(c.command_sub.take_all_raw()):
             if parse_float64_array(message_view(raw), c.received) == c.received.shape[0]:
-                c.command[c.commanded] = c.received
-                if clamp_efforts(c.command, c.effort_limit):
-                    c.clamped_commands += 1
-                c.command_time = now
+                c.robot.take_command(c.received, now)
                 return
             c.rejected_commands += 1
-
-    def _brake(self, engage):
-        """Engage the brakes (the robot held at rest where it is, not integrated) or release them."""
-        c = self._configured
-        if engage == c.braked:
-            return
-        c.braked = engage
-        if engage:
-            c.brake_engagements += 1
-            hold_at_rest(c.sim, c.sim.q)
-        else:
-            self.get_logger().info("commands again: brakes released")
-
-    def _step(self, timed_out, applied):
-        """One step under the command (zero effort when timed out), the torque clamped to the drives'
-        limits; a diverged state stops the simulation (_diverge)."""
-        c = self._configured
-        tau = c.tau
-        if timed_out:
-            tau[:] = 0.0
-        else:
-            tau[:] = c.command
-        if c.gravity_by_robot:
-            tau += gravity(c.model, c.gravity_data, np.array(c.sim.q))   # MuJoCo's q is read-only
-        clamp_efforts(tau, c.effort_limit)
-        c.q_before[:] = c.sim.q
-        try:
-            if applied is None:
-                c.sim.step(tau)
-            else:
-                c.sim.step(tau, applied[1], applied[0])
-        except ValueError as error:         # the backend refused the step: a non-finite or singular state
-            joint = diverged_joint(c.sim.q, c.sim.v, c.q_before, np.inf, np.inf)
-            self._diverge(self._joint_state_text(joint) if joint >= 0 else
-                          f"{error} (the step from q = {np.array2string(c.q_before, precision=4)} under "
-                          f"tau = {np.array2string(tau, precision=4)})")
-            return
-        joint = diverged_joint(c.sim.q, c.sim.v, c.q_before, c.max_velocity, c.sim.dt)
-        if joint >= 0:
-            self._diverge(self._joint_state_text(joint))
-        elif c.backend_reset_itself():
-            self._diverge("MuJoCo found the state unstable (non-finite or huge position, velocity or acceleration) "
-                          "and reset it")
-
-    def _joint_state_text(self, k):
-        c = self._configured
-        name = c.model.actuated_joints[k]
-        return (f"joint {name} at {c.sim.v[k]:.4g} rad/s (divergence_velocity {c.max_velocity:g}), "
-                f"q {c.sim.q[k]:.6g} (before the step {c.q_before[k]:.6g})")
-
-    def _diverge(self, reason):
-        """Stop integrating for good (until the next activate): the robot held at rest at its state
-        before the step, reported at once."""
-        c = self._configured
-        c.diverged = f"diverged: {reason}"
-        hold_at_rest(c.sim, c.q_before)
-        self.get_logger().error(f"simulation stopped, {c.diverged}; the robot is held at its last finite state")
-        self._publish_diagnostics()
-
-    def _start_clock(self):
-        """Stamps from now on: now + (steps to come) dt; simulated time goes on where it stopped."""
-        c = self._configured
-        c.start_ns = self.get_clock().now().nanoseconds - round(c.step * c.sim.dt * 1e9)
 
     def _publish(self, stamp, applied):
         c = self._configured
@@ -535,24 +413,26 @@ class SimulatorNode(LoopNode):
         c = self._configured
         values = {"state": self.state}
         level, message = DiagnosticStatus.OK, self.state
-        if c is not None and self.state != "configuring":     # a configure builds c meanwhile
+        robot = None if c is None else c.robot
+        if robot is not None and self.state != "configuring":     # a configure builds c meanwhile
             status.hardware_id = c.model.name
             values.update({"backend": c.backend, "rejected commands": c.rejected_commands,
-                           "clamped commands": c.clamped_commands, "rejected wrenches": c.rejected_wrenches,
-                           "brake": "engaged" if c.braked else "released", "brake engagements": c.brake_engagements,
-                           "simulated time [s]": f"{c.step * c.sim.dt:.3f}"})
+                           "clamped commands": robot.clamped_commands, "rejected wrenches": c.rejected_wrenches,
+                           "brake": "engaged" if robot.braked else "released",
+                           "brake engagements": robot.brake_engagements,
+                           "simulated time [s]": f"{robot.step * c.sim.dt:.3f}"})
         if self.state == "active" and self.loop is not None:
             s = self.loop.stats.summary()
             values.update({"period p99 [ms]": f"{s['period_p99'] * 1e3:.3f}",
                            "deadline misses": s["deadline_misses"], "slips": s["slips"]})
             if self.loop.error is not None:
                 level, message = DiagnosticStatus.ERROR, f"simulation stopped: {self.loop.error!r}"
-            elif c.diverged is not None:
-                level, message = DiagnosticStatus.ERROR, c.diverged
-            elif c.waiting:
+            elif robot.diverged is not None:
+                level, message = DiagnosticStatus.ERROR, robot.diverged
+            elif robot.waiting:
                 message = "waiting for the first command"
-            elif c.timed_out:
-                level, message = DiagnosticStatus.WARN, ("no command: brakes engaged" if c.braked else
+            elif robot.timed_out:
+                level, message = DiagnosticStatus.WARN, ("no command: brakes engaged" if robot.braked else
                                                          "no command: zero effort")
             else:
                 message = "running"
@@ -564,16 +444,9 @@ class SimulatorNode(LoopNode):
 class _Configured:
     """Everything a configured simulator owns (a fresh one per configure)."""
     rejected_commands = 0
-    clamped_commands = 0
     rejected_wrenches = 0
-    brake_engagements = 0
-    braked = False
-    diverged = None         # why the simulation stopped, once it diverged
-    topic_wrench = None
     mapping = None
-    timed_out = True
-    waiting = False
-    step = 0
+    robot = None            # simulation.simulated_robot.SimulatedRobot, once built
     zero6 = np.zeros(6)
     noise = None
 
@@ -583,8 +456,4 @@ def main(args=None):
 
 
 if __name__ == "__main__":
-    # `python -m` (the bringup) runs this file as __main__: run the package's module instead, whose
-    # compiled functions (clamp_efforts, diverged_joint) are those the preload loaded, not copies of
-    # them that would compile at every configure
-    from dyn_control.nodes.simulator import main as package_main
-    package_main()
+    main()
