@@ -17,6 +17,8 @@ period; it answers with the stamp and the applied wrench of the state to publish
   `diverged` says why and on_diverge() is called once.
 Stamps are start + k dt for step k: the time of the state, whatever the wall clock did.
 """
+import logging
+
 import numpy as np
 
 from ..dynamics import gravity
@@ -54,10 +56,11 @@ def self_reset_detector(sim):
 class SimulatedRobot:
     """A backend (builtin, MuJoCo, closed chain) behind drives and safety (module docstring).
     commanded: the coordinates a command's entries go to, in order; effort_limit (nv,) the drives'
-    clamp; schedule [(start, end, frame, wrench (6,))]; log: .info/.warning/.error(text)."""
+    clamp; schedule [(start, end, frame, wrench (6,))]; log: .info/.warning/.error(text) (the node's
+    logger; Python's logging by default)."""
 
     def __init__(self, sim, model, commanded, effort_limit, max_velocity, gravity_by_robot=False, schedule=(),
-                 log=None, on_diverge=lambda: None):
+                 log=logging.getLogger(__name__), on_diverge=lambda: None):
         self.sim, self.model, self.commanded = sim, model, commanded
         self.effort_limit, self.max_velocity = effort_limit, max_velocity
         self.gravity_by_robot, self.schedule = gravity_by_robot, list(schedule)
