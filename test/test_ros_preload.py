@@ -91,7 +91,7 @@ for node in nodes:
     node.trigger_activate()
 time.sleep(1.5)
 ticks = nodes[0]._configured.tick
-commanded = nodes[1]._configured.command_time is not None
+commanded = nodes[1]._configured.robot.command_time is not None
 for node in nodes:
     node.trigger_deactivate()
 print(json.dumps({"loop_added": added[configured:], "ticks": ticks, "commanded": commanded}))
