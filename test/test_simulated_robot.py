@@ -11,25 +11,12 @@ import pytest
 import dyn_control as dc
 from dyn_control.simulation.builtin import BuiltinSimulator
 from dyn_control.simulation.simulated_robot import SimulatedRobot
+from recording_log import RecordingLog
 
 DT = 1e-3
 Q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 ARM7 = dc.bundled_urdf("arm7")
 LIMITS = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])      # the URDF's effort limits
-
-
-class _Log:
-    def __init__(self):
-        self.lines = []
-
-    def info(self, line):
-        self.lines.append(("info", line))
-
-    def warning(self, line):
-        self.lines.append(("warning", line))
-
-    def error(self, line):
-        self.lines.append(("error", line))
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +30,7 @@ def _robot(gravity_by_robot=False, schedule=(), max_velocity=1000.0, commanded=N
     sim = BuiltinSimulator(model, DT, q0=Q0)
     diverged = []
     robot = SimulatedRobot(sim, model, np.arange(model.nv) if commanded is None else commanded, LIMITS.copy(),
-                           max_velocity, gravity_by_robot, schedule, _Log(), on_diverge=lambda: diverged.append(1))
+                           max_velocity, gravity_by_robot, schedule, RecordingLog(), on_diverge=lambda: diverged.append(1))
     return robot, sim, diverged
 
 

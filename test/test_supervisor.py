@@ -7,28 +7,15 @@ import pytest
 from dyn_control.control.flags import (NS, S_ANCHOR, S_BLEND_TIME, S_DT, S_HAS_EFFORT, S_NEW_SAMPLE, S_RESET, S_SAFE,
                                        S_SAFE_ZERO)
 from dyn_control.control.supervisor import Supervisor
+from recording_log import RecordingLog
 
 MS = 1_000_000      # [ns]
-
-
-class _Log:
-    def __init__(self):
-        self.lines = []
-
-    def info(self, line):
-        self.lines.append(("info", line))
-
-    def warning(self, line):
-        self.lines.append(("warning", line))
-
-    def error(self, line):
-        self.lines.append(("error", line))
 
 
 def _supervisor(**settings):
     s = np.zeros(NS)
     s[S_BLEND_TIME] = 0.5
-    sup = Supervisor(s, _Log())
+    sup = Supervisor(s, RecordingLog())
     for name, value in settings.items():
         setattr(sup, name, value)
     return sup, s
