@@ -130,6 +130,15 @@ def force_to_parent_add(R, p, f_child, out):
 
 
 @njit(cache=True, inline='always')
+def force_to_parent_subtract(R, p, f_child, out, tmp):
+    """out -= Ad_{T^-1}^T f_child (tmp: a 6-vector of scratch)."""
+    tmp[:] = 0.0
+    force_to_parent_add(R, p, f_child, tmp)
+    for k in range(6):
+        out[k] -= tmp[k]
+
+
+@njit(cache=True, inline='always')
 def cross_motion(V, m, out):
     """out = ad_V m = V x m = [w x mw; w x mv + v x mw]."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -263,6 +272,17 @@ def phi_to_parent_add(R, p, phi, out):
 
 
 
+@njit(cache=True, inline='always')
+def subtract_skew(B, r0, c0, x0, x1, x2):
+    """B[r0:r0+3, c0:c0+3] -= [x], the cross-product matrix of x = (x0, x1, x2)."""
+    B[r0, c0 + 1] += x2
+    B[r0, c0 + 2] -= x1
+    B[r0 + 1, c0] -= x2
+    B[r0 + 1, c0 + 2] += x0
+    B[r0 + 2, c0] += x1
+    B[r0 + 2, c0 + 1] -= x0
+
+
 @njit(cache=True)
 def body_coriolis(V, I, IV, B):
     """B = 1/2 (V x* I + (I V) xbar - I (V x)) for a 6x6 inertia I and twist V (same frame), where
@@ -304,24 +324,9 @@ def body_coriolis(V, I, IV, B):
         B[r, 4] -= y4
         B[r, 5] -= y5
     # (f) xbar = [[-[n], -[f]], [-[f], 0]]
-    B[0, 1] += n2
-    B[0, 2] -= n1
-    B[1, 0] -= n2
-    B[1, 2] += n0
-    B[2, 0] += n1
-    B[2, 1] -= n0
-    B[0, 4] += f2
-    B[0, 5] -= f1
-    B[1, 3] -= f2
-    B[1, 5] += f0
-    B[2, 3] += f1
-    B[2, 4] -= f0
-    B[3, 1] += f2
-    B[3, 2] -= f1
-    B[4, 0] -= f2
-    B[4, 2] += f0
-    B[5, 0] += f1
-    B[5, 1] -= f0
+    subtract_skew(B, 0, 0, n0, n1, n2)
+    subtract_skew(B, 0, 3, f0, f1, f2)
+    subtract_skew(B, 3, 0, f0, f1, f2)
     for r in range(6):
         for c in range(6):
             B[r, c] *= 0.5

@@ -53,7 +53,7 @@ def _run_script(cwd, env):
 def test_an_edit_recompiles_every_caller_in_any_module_and_nothing_else(tmp_path):
     """A copy of the package with its own cache: the public gravity (entry kernel in kernels/entry.py
     calling the gravity kernel of kernels/rnea.py) is compiled once; then the gravity kernel's
-    arithmetic changes (its torques doubled) in rnea.py only. In a new process gravity computes the
+    arithmetic changes (its bodies' forces doubled) in rnea.py only. In a new process gravity computes the
     new result (entry.gravity and rnea.gravity compiled again), while rnea's and crba's kernels (rnea
     in the same file, not calling the changed one) load from the cache. The results are checked
     against Pinocchio-free identities: g(q) = rnea(q, 0, 0) before the edit, 2 g after."""
@@ -70,7 +70,8 @@ def test_an_edit_recompiles_every_caller_in_any_module_and_nothing_else(tmp_path
 
     kernel = root / "dyn_control" / "kernels" / "rnea.py"
     source = kernel.read_text()
-    edited = source.replace("        g[i] = (S[0] * F[i, 0]", "        g[i] = 2.0 * (S[0] * F[i, 0]")
+    own_forces = "        # eq. 4 at V = 0: F_i = G_i Vdot_i\n        inertia_times(phi[i], Vdot[i], F[i])\n"
+    edited = source.replace(own_forces, own_forces + "        for k in range(6):\n            F[i, k] *= 2.0\n")
     assert edited != source, "the gravity kernel's line to edit was not found"
     kernel.write_text(edited)
     after = _run_script(tmp_path, env)

@@ -11,11 +11,11 @@ leaves the joint's torque: u_i = tau_i - friction_i - S_i^T pA_i. ABA then solve
 (M + diag(I_a)) a = tau - C v - g - friction.
 """
 from ..jit import njit
-from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_add, inertia_times,
+from ..spatial import (cross_force, cross_motion, dot6, force_to_parent_subtract, inertia_times,
                        motion_to_parent, phi_to_parent_add, spatial_inertia_into)
 from .inputs import all_finite
 from .joint_terms import ARMATURE, friction, has_terms
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 
 
 @njit(cache=True, forceinline=True)
@@ -27,8 +27,7 @@ def aba(parents, screw_axes, home_R, home_p, phi, joint_terms, q, v, tau, base_a
     if not (all_finite(q) and all_finite(v) and all_finite(tau)):
         return False
     nb = q.shape[0]
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
     GV = tmp6[0]
     pa = tmp6[1]
     # pass 1, root to leaves: twists, velocity-product accelerations c_i = (oV_i x oS_i) qd_i,
@@ -46,10 +45,7 @@ def aba(parents, screw_axes, home_R, home_p, phi, joint_terms, q, v, tau, base_a
         spatial_inertia_into(phi_world[i], IA[i])
         inertia_times(phi_world[i], oV[i], GV)
         cross_force(oV[i], GV, pA[i])
-        GV[:] = 0.0
-        force_to_parent_add(oR[i], op[i], f_ext[i], GV)
-        for k in range(6):
-            pA[i, k] -= GV[k]
+        force_to_parent_subtract(oR[i], op[i], f_ext[i], pA[i], GV)
     # pass 2, leaves to root: articulated-body inertias and bias forces
     for i in range(nb - 1, -1, -1):
         S = oS[i]

@@ -5,23 +5,38 @@ from ..jit import njit
 
 
 @njit(cache=True, nogil=True)
-def cholesky_factor(A):
-    """A = L L^T: L into A's lower triangle (the upper one is left as it was). False when A is not
-    positive definite."""
-    n = A.shape[0]
-    for j in range(n):
+def largest_diagonal(A):
+    """The largest diagonal entry of A, or -1.0 when one is not positive (A is then not positive
+    definite)."""
+    top = 0.0
+    for i in range(A.shape[0]):
+        if not A[i, i] > 0.0:
+            return -1.0
+        top = max(top, A[i, i])
+    return top
+
+
+@njit(cache=True, nogil=True)
+def cholesky_factor(A, L, threshold):
+    """A = L L^T: L into L's lower triangle (L may be A itself; its upper triangle is left as it was).
+    False when a pivot^2 falls to threshold * max(diag A) or below (threshold 0: A is not positive
+    definite)."""
+    top = largest_diagonal(A)
+    if top < 0.0:
+        return False
+    for j in range(A.shape[0]):
         d = A[j, j]
         for k in range(j):
-            d -= A[j, k] * A[j, k]
-        if not d > 0.0:
+            d -= L[j, k] * L[j, k]
+        if not d > threshold * top:
             return False
         d = math.sqrt(d)
-        A[j, j] = d
-        for i in range(j + 1, n):
+        L[j, j] = d
+        for i in range(j + 1, A.shape[0]):
             x = A[i, j]
             for k in range(j):
-                x -= A[i, k] * A[j, k]
-            A[i, j] = x / d
+                x -= L[i, k] * L[j, k]
+            L[i, j] = x / d
     return True
 
 
@@ -49,7 +64,7 @@ def back_substitute(L, b):
 def cholesky_solve(A, b):
     """Solve A x = b in place (x into b) for a symmetric positive definite A, overwritten by its
     Cholesky factor (lower triangle). False when A is not positive definite."""
-    if not cholesky_factor(A):
+    if not cholesky_factor(A, A, 0.0):
         return False
     forward_substitute(A, b)
     back_substitute(A, b)

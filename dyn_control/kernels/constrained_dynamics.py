@@ -24,7 +24,9 @@ import numpy as np
 from ..jit import njit
 from ..spatial import cross_force, dot6, inertia_times, phi_to_parent_add
 from . import entry as _e
+from .cholesky import back_substitute, cholesky_factor, forward_substitute, largest_diagonal
 from .contact import world_motion, world_screws
+from .crba import inertia_matrix, subtree_sums
 from .inputs import all_finite
 from .joint_terms import add_armature, add_friction_torque
 from .packed import view
@@ -192,60 +194,14 @@ def contact_rows(parents, frame_body, frame_R, frame_p, oR, op, oS, oV, oA, spec
 
 
 @njit(cache=True, forceinline=True)
-def cholesky(A, L, threshold):
-    """L lower with L L^T = A; False when a pivot^2 falls below threshold * max(diag A) (or A has a
-    non-positive diagonal entry)."""
-    n = A.shape[0]
-    top = 0.0
-    for i in range(n):
-        if not A[i, i] > 0.0:
-            return False
-        top = max(top, A[i, i])
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > threshold * top:
-            return False
-        ljj = np.sqrt(d)
-        L[j, j] = ljj
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / ljj
-        for i in range(j):
-            L[i, j] = 0.0
-    return True
-
-
-@njit(cache=True, forceinline=True)
-def cholesky_solve(L, x):
-    """x <- (L L^T)^-1 x in place, x (n,)."""
-    n = L.shape[0]
-    for i in range(n):
-        s = x[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
-
-
-@njit(cache=True, forceinline=True)
 def tree_factor(M, parents, L, threshold):
     """M = L^T L with L lower triangular and nonzero only at (k, ancestors of k) (Featherstone's LTL,
     RBDA sec. 6.5: a tree's M factors without fill-in). False when a pivot falls below threshold *
     max(diag M) (a massless subtree: M singular) or M has a non-positive diagonal entry."""
     n = M.shape[0]
-    top = 0.0
-    for i in range(n):
-        if not M[i, i] > 0.0:
-            return False
-        top = max(top, M[i, i])
+    top = largest_diagonal(M)
+    if top < 0.0:
+        return False
     L[:, :] = 0.0
     for k in range(n):
         i = k
@@ -377,9 +333,10 @@ def delassus_solve(M, parents, J, L, Y, G, LG, x, rhs_c, lam):
     for i in range(m):
         for j in range(i):
             G[j, i] = G[i, j]
-    if not cholesky(G, LG, SINGULAR_G):
+    if not cholesky_factor(G, LG, SINGULAR_G):
         return False
-    cholesky_solve(LG, lam)
+    forward_substitute(LG, lam)
+    back_substitute(LG, lam)
     for k in range(nv):
         s = 0.0
         for j in range(m):
@@ -428,11 +385,7 @@ def _rows_at(model, data, q, v, spec, ws, m, motion):
         return False
     zero = _e.vec(data, _e.ZERO, nb)
     parents = _e.ints(model, _e.PARENTS, nb)
-    oR = _e.cube(data, _e.OR, nb, 3, 3)
-    op = _e.mat(data, _e.OP, nb, 3)
-    oS = _e.mat(data, _e.OS, nb, 6)
-    oV = _e.mat(data, _e.OV, nb, 6)
-    oA = _e.mat(data, _e.OA, nb, 6)
+    oR, op, oS, oV, oA = _world_motion_views(data, nb)
     screw_axes = _e.mat(model, _e.SCREW_AXES, nb, 6)
     home_R = _e.cube(model, _e.HOME_R, nb, 3, 3)
     home_p = _e.mat(model, _e.HOME_P, nb, 3)
@@ -454,6 +407,13 @@ def _rows_at(model, data, q, v, spec, ws, m, motion):
     return True
 
 
+@njit(cache=True, inline="always")
+def _world_motion_views(data, nb):
+    """data's root-frame poses, screws, twists and accelerations: (oR, op, oS, oV, oA)."""
+    return (_e.cube(data, _e.OR, nb, 3, 3), _e.mat(data, _e.OP, nb, 3), _e.mat(data, _e.OS, nb, 6),
+            _e.mat(data, _e.OV, nb, 6), _e.mat(data, _e.OA, nb, 6))
+
+
 @njit(cache=True, forceinline=True)
 def world_dynamics(model, data, nb, nle):
     """From the world motion of _rows_at (oR, op, oS, oV and oA at a = 0): data.M (crba's sums in
@@ -463,11 +423,7 @@ def world_dynamics(model, data, nb, nle):
     parents = _e.ints(model, _e.PARENTS, nb)
     phi = _e.mat(model, _e.PHI, nb, 10)
     base_accel = _e.vec(model, _e.BASE_ACCEL, 6)
-    oR = _e.cube(data, _e.OR, nb, 3, 3)
-    op = _e.mat(data, _e.OP, nb, 3)
-    oS = _e.mat(data, _e.OS, nb, 6)
-    oV = _e.mat(data, _e.OV, nb, 6)
-    oA = _e.mat(data, _e.OA, nb, 6)
+    oR, op, oS, oV, oA = _world_motion_views(data, nb)
     phi_c = _e.mat(data, _e.PHI_COMPOSITE, nb, 10)
     F = _e.mat(data, _e.F, nb, 6)
     M = _e.mat(data, _e.M, nb, nb)
@@ -496,20 +452,8 @@ def world_dynamics(model, data, nb, nle):
             if j >= 0:
                 for k in range(6):
                     F[j, k] += F[i, k]
-    for i in range(nb - 1, -1, -1):
-        # composite inertia of the subtree of i
-        j = parents[i]
-        if j >= 0:
-            for k in range(10):
-                phi_c[j, k] += phi_c[i, k]
-    for i in range(nb):
-        # M_ji = S_j . (Ic_i S_i) for the supports j of i
-        inertia_times(phi_c[i], oS[i], F[i])
-        j = i
-        while j >= 0:
-            M[j, i] = dot6(oS[j], F[i])
-            M[i, j] = M[j, i]
-            j = parents[j]
+    subtree_sums(parents, phi_c)
+    inertia_matrix(parents, oS, phi_c, F, M)
     return all_finite(M) and (not nle or all_finite(b))
 
 

@@ -34,6 +34,7 @@ from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleratio
                                    solve_l_columns, tree_solve_columns)
 from .contact import add_force_torque_derivatives, motion_derivatives
 from .inputs import all_finite
+from .kinematics import support_path
 from .joint_terms import add_joint_derivatives
 from .packed import int_view, view
 from .rnea_derivatives import derivative_matrices, world_forces
@@ -69,6 +70,16 @@ def _derivative_views(dws, nv):
     o += 48
     t = view(dws, o, (24, 6))         # scratch 6-vectors: contact_derivatives
     return tri, W, sd, dF, vecs, cols, poses, t
+
+
+@njit(cache=True, inline="always")
+def _solved(model, ws, nv, m):
+    """(parents, J, L, Y, LG) of a forward solve's workspace, with Y = M^-1 J^T made from the forward
+    solve's L^-T J^T."""
+    J, gamma, L, Y, G, LG, sides, _ = _views(ws, nv, m)
+    parents = _e.ints(model, _e.PARENTS, nv)
+    solve_l_columns(L, parents, Y)
+    return parents, J, L, Y, LG
 
 
 # ----------------------------------------------------------------------------------------------
@@ -263,12 +274,7 @@ def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, cols, ncols, ou
         for r in range(6):
             x[r] = sd[0, 2, r, k] - sd[1, 2, r, k] + c[r]
         row_of_motion(x, 6, True, R1, p1, p1, d, tl)
-        cross_motion(w2, du, c)
-        for r in range(6):
-            d[r] -= c[r]
-        cross_motion(u, dw2, c)
-        for r in range(6):
-            out_q[r, k] = -(d[r] + c[r])
+        _minus_alpha_column(d, w2, du, u, dw2, c, out_q, k)
         # d alpha/dv_k = L(dA1/dv - dA2/dv) - w2 x L(S1 - S2) + u x L(S2)
         for r in range(6):
             x[r] = S1[r] - S2[r]
@@ -277,12 +283,19 @@ def frame_local_derivatives(impulse, R1, p1, V1, A1, V2, A2, sd, cols, ncols, ou
         for r in range(6):
             x[r] = sd[0, 3, r, k] - sd[1, 3, r, k]
         row_of_motion(x, 6, True, R1, p1, p1, d, tl)
-        cross_motion(w2, du, c)
-        for r in range(6):
-            d[r] -= c[r]
-        cross_motion(u, dw2, c)
-        for r in range(6):
-            out_v[r, k] = -(d[r] + c[r])
+        _minus_alpha_column(d, w2, du, u, dw2, c, out_v, k)
+
+
+@njit(cache=True, inline="always")
+def _minus_alpha_column(d, w2, du, u, dw2, c, out, k):
+    """Column k of out = -(d - w2 x du + u x dw2), a derivative of the rows' alpha by the product
+    rule (c: scratch)."""
+    cross_motion(w2, du, c)
+    for r in range(6):
+        d[r] -= c[r]
+    cross_motion(u, dw2, c)
+    for r in range(6):
+        out[r, k] = -(d[r] + c[r])
 
 
 @njit(cache=True, forceinline=True)
@@ -368,13 +381,8 @@ def add_force_derivatives(parents, oS, dim, local, b1, b2, R1, p1, p2, sd, cols,
 def support_columns(parents, b1, b2, cols):
     """cols[:n] = the joints supporting body b1 or b2 (-1: none), each once; returns n. A contact's
     rows and their derivatives are zero in every other column."""
-    n = 0
-    k = b1
-    while k >= 0:
-        cols[n] = k
-        n += 1
-        k = parents[k]
-    n1 = n
+    n1 = support_path(parents, b1, cols, 0)
+    n = n1
     k = b2
     while k >= 0:
         for i in range(n1):
@@ -554,10 +562,8 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
     status = solve_constrained(model, data, q, v, tau, spec, ws, a, lam)
     if status != OK:
         return status
-    J, gamma, L, Y, G, LG, sides, _ = _views(ws, nb, m)
+    parents, J, L, Y, LG = _solved(model, ws, nb, m)
     tri, W, sd, dF, vecs, cols, poses, t = _derivative_views(dws, nb)
-    parents = _e.ints(model, _e.PARENTS, nb)
-    solve_l_columns(L, parents, Y)      # Y = M^-1 J^T from the forward solve's L^-T J^T
     base_accel = _e.vec(model, _e.BASE_ACCEL, 6)
     # ID's derivatives at the solution (eqs. 316, 317), on the forward pass's kinematics
     if not _inverse_dynamics_derivatives(model, data, nb, _e.mat(data, _e.OV, nb, 6), v, a, base_accel, tri):
@@ -607,10 +613,8 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws,
     status = solve_impulse(model, data, q, v_minus, restitution, spec, ws, v_plus, impulses)
     if status != OK:
         return status
-    J, gamma, L, Y, G, LG, sides, _ = _views(ws, nb, m)
+    parents, J, L, Y, LG = _solved(model, ws, nb, m)
     tri, W, sd, dF, vecs, cols, poses, t = _derivative_views(dws, nb)
-    parents = _e.ints(model, _e.PARENTS, nb)
-    solve_l_columns(L, parents, Y)      # Y = M^-1 J^T from the forward solve's L^-T J^T
     jump = vecs[0]
     w = vecs[1]
     for i in range(nb):

@@ -12,14 +12,13 @@ A_b = sum_{k <= b} (S_k a_k + (V_k x S_k) v_k) (no gravity) of body b then have,
 from ..jit import njit
 from ..spatial import cross_force, cross_motion, dot6, motion_to_parent
 from .inputs import all_finite
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 
 
 @njit(cache=True, forceinline=True)
 def world_screws(parents, screw_axes, home_R, home_p, q, R, p, oR, op, oS):
     """World poses (oR, op) and joint screws oS: all the kinematics that impulses need."""
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
     for i in range(q.shape[0]):
         motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
 

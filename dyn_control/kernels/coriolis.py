@@ -10,7 +10,7 @@ with Ic_d, Bc_d the sums of I_k, B_k over the subtree of d.
 from ..jit import njit
 from ..spatial import body_coriolis, cross_motion, dot6, motion_to_parent, phi_to_parent_add, spatial_inertia_into
 from .inputs import all_finite
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 
 
 @njit(cache=True, forceinline=True)
@@ -21,8 +21,7 @@ def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op
     if not (all_finite(q) and all_finite(v)):
         return False
     nb = q.shape[0]
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
     IV = tmp6[0]
     for i in range(nb):
         j = parents[i]

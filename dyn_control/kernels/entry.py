@@ -90,6 +90,12 @@ def fits(model, data, nframes):
 
 
 @njit(cache=True, inline="always")
+def state_fits(nb, q, v, x):
+    """q, v and x (a or tau) have nb entries each."""
+    return q.shape[0] == nb and v.shape[0] == nb and x.shape[0] == nb
+
+
+@njit(cache=True, inline="always")
 def has(data, field):
     return data[HEADER + field] >= 0.0
 
@@ -117,7 +123,7 @@ def _rnea_into(model, data, q, v, a, f_ext, out):
 def rnea(model, data, q, v, a):
     """data.tau = rnea(q, v, a) without external forces."""
     nb = int(model[0])
-    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb):
+    if not (fits(model, data, False) and state_fits(nb, q, v, a)):
         return REFUSED
     return status(_rnea_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6), vec(data, TAU, nb)))
 
@@ -126,8 +132,7 @@ def rnea(model, data, q, v, a):
 def rnea_ext(model, data, q, v, a, f_ext):
     """data.tau = rnea(q, v, a, f_ext)."""
     nb = int(model[0])
-    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and a.shape[0] == nb
-            and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
+    if not (fits(model, data, False) and state_fits(nb, q, v, a) and f_ext.shape == (nb, 6)):
         return REFUSED
     return status(_rnea_into(model, data, q, v, a, f_ext, vec(data, TAU, nb)))
 
@@ -190,7 +195,7 @@ def _aba_into(model, data, q, v, tau, f_ext):
 def aba(model, data, q, v, tau):
     """data.ddq = aba(q, v, tau) without external forces (ZeroDivisionError: M(q) singular)."""
     nb = int(model[0])
-    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb):
+    if not (fits(model, data, False) and state_fits(nb, q, v, tau)):
         return REFUSED
     return status(_aba_into(model, data, q, v, tau, mat(data, F_EXT_ZERO, nb, 6)))
 
@@ -199,8 +204,7 @@ def aba(model, data, q, v, tau):
 def aba_ext(model, data, q, v, tau, f_ext):
     """data.ddq = aba(q, v, tau, f_ext) (ZeroDivisionError: M(q) singular)."""
     nb = int(model[0])
-    if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb and tau.shape[0] == nb
-            and f_ext.shape[0] == nb and f_ext.shape[1] == 6):
+    if not (fits(model, data, False) and state_fits(nb, q, v, tau) and f_ext.shape == (nb, 6)):
         return REFUSED
     return status(_aba_into(model, data, q, v, tau, f_ext))
 
@@ -323,8 +327,7 @@ def _rnea_derivatives_into(model, data, q, v, a, f_ext):
 def rnea_derivatives(model, data, q, v, a):
     """data.dtau_dq, dtau_dv, dtau_da at (q, v, a) without external forces."""
     nb = int(model[0])
-    if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
-            and v.shape[0] == nb and a.shape[0] == nb):
+    if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and state_fits(nb, q, v, a)):
         return REFUSED
     if not _rnea_derivatives_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6)):
         return FAILED
@@ -353,8 +356,7 @@ def minverse(model, data, q):
 def aba_derivatives(model, data, q, v, tau):
     """data.ddq_dq, ddq_dv, Minv (and ddq, dtau_dq, dtau_dv) at (q, v, tau) without external forces."""
     nb = int(model[0])
-    if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and q.shape[0] == nb
-            and v.shape[0] == nb and tau.shape[0] == nb):
+    if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and state_fits(nb, q, v, tau)):
         return REFUSED
     return OK if _aba_derivatives(
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),

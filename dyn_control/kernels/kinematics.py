@@ -40,16 +40,7 @@ def joint_transform(screw, home_R, home_p, q_i, R, p):
         return
     # general screw: exp([S_i] q_i) into (R, p) first, then premultiply by M_i
     screw_exp_into(screw, q_i, R, p)
-    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
-    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
-    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
-    p0, p1, p2 = p[0], p[1], p[2]
-    for r in range(3):
-        h0, h1, h2 = home_R[r, 0], home_R[r, 1], home_R[r, 2]
-        R[r, 0] = h0 * r00 + h1 * r10 + h2 * r20
-        R[r, 1] = h0 * r01 + h1 * r11 + h2 * r21
-        R[r, 2] = h0 * r02 + h1 * r12 + h2 * r22
-        p[r] = h0 * p0 + h1 * p1 + h2 * p2 + home_p[r]
+    compose_into(home_R, home_p, R, p, R, p)
 
 
 @njit(cache=True, forceinline=True)
@@ -59,41 +50,53 @@ def joint_transforms(screw_axes, home_R, home_p, q, R, p):
         joint_transform(screw_axes[i], home_R[i], home_p[i], q[i], R[i], p[i])
 
 
-@njit(cache=True, forceinline=True)
-def support_poses(parents, screw_axes, home_R, home_p, q, body, path, R, p, oR, op):
-    """World poses (oR, op) of `body` and the bodies supporting it only (what its Jacobian needs);
-    path receives them, body first."""
-    n = 0
+@njit(cache=True, inline="always")
+def support_path(parents, body, path, n):
+    """path[n:] = `body` and the bodies supporting it, body first (none for -1); returns the new n."""
     j = body
     while j >= 0:
         path[n] = j
         n += 1
         j = parents[j]
+    return n
+
+
+@njit(cache=True, forceinline=True)
+def support_poses(parents, screw_axes, home_R, home_p, q, body, path, R, p, oR, op):
+    """World poses (oR, op) of `body` and the bodies supporting it only (what its Jacobian needs);
+    path receives them, body first."""
+    n = support_path(parents, body, path, 0)
     for k in range(n - 1, -1, -1):
         i = path[k]
         joint_transform(screw_axes[i], home_R[i], home_p[i], q[i], R[i], p[i])
-        j = parents[i]
-        if j < 0:
-            for r in range(3):
-                for c in range(3):
-                    oR[i, r, c] = R[i, r, c]
-                op[i, r] = p[i, r]
-        else:
-            compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
+        world_pose(i, parents, R, p, oR, op)
+
+
+@njit(cache=True, inline="always")
+def world_pose(i, parents, R, p, oR, op):
+    """Body i's pose in the root frame from its parent's: oT_i = oT_parent T_{parent,i}."""
+    j = parents[i]
+    if j < 0:
+        for r in range(3):
+            for c in range(3):
+                oR[i, r, c] = R[i, r, c]
+            op[i, r] = p[i, r]
+    else:
+        compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
 
 
 @njit(cache=True, forceinline=True)
 def world_poses(parents, R, p, oR, op):
-    """Body poses in the root frame: oT_i = oT_parent T_{parent,i}."""
+    """Body poses in the root frame, root first."""
     for i in range(parents.shape[0]):
-        j = parents[i]
-        if j < 0:
-            for r in range(3):
-                for c in range(3):
-                    oR[i, r, c] = R[i, r, c]
-                op[i, r] = p[i, r]
-        else:
-            compose_into(oR[j], op[j], R[i], p[i], oR[i], op[i])
+        world_pose(i, parents, R, p, oR, op)
+
+
+@njit(cache=True, forceinline=True)
+def body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op):
+    """Every body's pose in its parent's frame (R, p) and in the root frame (oR, op)."""
+    joint_transforms(screw_axes, home_R, home_p, q, R, p)
+    world_poses(parents, R, p, oR, op)
 
 
 @njit(cache=True, forceinline=True)

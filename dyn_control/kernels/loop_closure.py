@@ -21,7 +21,7 @@ import math
 
 from ..jit import njit
 from ..spatial import cross_motion, motion_to_child, motion_to_parent
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 from .lu import lu_factor, lu_solve
 
 SMALL_ANGLE = 1e-9
@@ -154,8 +154,7 @@ def close(parents, screw_axes, home_R, home_p, q, active, passive, body_a, frame
     log = tmp6[0]
     branch_signs(parents, body_a, body_b, sign)
     for iteration in range(max_iterations + 1):
-        joint_transforms(screw_axes, home_R, home_p, q, R, p)
-        world_poses(parents, R, p, oR, op)
+        body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
         frame_pose(oR, op, body_a, frame_a_R, frame_a_p, R_A, p_A)
         frame_pose(oR, op, body_b, frame_b_R, frame_b_p, R_B, p_B)
         relative_log(R_A, p_A, R_B, p_B, log)

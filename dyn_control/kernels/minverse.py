@@ -18,9 +18,10 @@ friction torque to the bias of forward dynamics and its derivative to d ID / d v
 """
 from ..jit import njit
 from ..spatial import dot6, inertia_times, motion_to_parent, phi_to_parent_add, spatial_inertia_into
+from .crba import subtree_sums
 from .inputs import all_finite
 from .joint_terms import ARMATURE, add_joint_derivatives, friction, has_terms
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 from .rnea_derivatives import derivative_matrices, world_forces, world_kinematics
 
 OK = -1          # kernel status: success
@@ -115,8 +116,7 @@ def minverse(parents, screw_axes, home_R, home_p, phi, joint_terms, q, R, p, oR,
     if not all_finite(q):
         return NON_FINITE
     oS = vectors[0]
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
     for i in range(q.shape[0]):
         motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
     body_inertias(phi, oR, op, ophi, IA)
@@ -136,11 +136,7 @@ def add_joint_accelerations(parents, oS, ophi_c, ddq, oA, oF_c, dA, H):
         inertia_times(ophi_c[i], oS[i], H[i])
         for r in range(6):
             H[i, r] *= ddq[i]
-    for i in range(nb - 1, -1, -1):
-        j = parents[i]
-        if j >= 0:
-            for r in range(6):
-                H[j, r] += H[i, r]
+    subtree_sums(parents, H)
     for i in range(nb):
         j = parents[i]
         if j >= 0:

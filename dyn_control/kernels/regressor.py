@@ -13,7 +13,7 @@ so Y[k, 10 i: 10 i + 10] = s^T A_i with s = joint k's screw expressed in body i'
 from ..jit import njit
 from ..spatial import motion_to_child, motion_to_parent
 from .inputs import all_below, all_finite
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 from .rnea import body_motion
 
 BOUND = 1e18  # see the end of regressor()
@@ -55,8 +55,7 @@ def regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
     nb = q.shape[0]
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
     VxS = tmp6[0]
     b = tmp6[1]
     s = tmp6[2]

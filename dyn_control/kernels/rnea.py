@@ -47,14 +47,7 @@ def rnea(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, R
         cross_force(V[i], GV, VxGV)
         for k in range(6):
             F[i, k] += VxGV[k] - f_ext[i, k]
-    for i in range(nb - 1, -1, -1):
-        # eq. 5: tau_i = S_i^T F_i ; eq. 4 (children): F_parent += Ad*_{T^-1} F_i
-        S = screw_axes[i]
-        tau[i] = (S[0] * F[i, 0] + S[1] * F[i, 1] + S[2] * F[i, 2]
-                  + S[3] * F[i, 3] + S[4] * F[i, 4] + S[5] * F[i, 5])
-        j = parents[i]
-        if j >= 0:
-            force_to_parent_add(R[i], p[i], F[i], F[j])
+    joint_torques(parents, screw_axes, R, p, F, tau)
     return all_finite(tau)
 
 
@@ -64,7 +57,7 @@ def gravity(parents, screw_axes, home_R, home_p, phi, q, base_accel, R, p, Vdot,
 
     With every twist zero, eq. 3 reduces to Vdot_i = Ad_{T^-1} Vdot_parent (the base acceleration
     [0; -g] carried into each body frame) and eq. 4 to F_i = G_i Vdot_i: one kinematics pass, one
-    transform and one inertia product a body, then the backward pass of eq. 5. Returns False,
+    transform and one inertia product a body, then the backward pass of eq. 5 (joint_torques). Returns False,
     computing nothing, when q is not finite, or when g is not (overflow)."""
     if not all_finite(q):
         return False
@@ -76,12 +69,18 @@ def gravity(parents, screw_axes, home_R, home_p, phi, q, base_accel, R, p, Vdot,
         motion_to_child(R[i], p[i], base_accel if j < 0 else Vdot[j], Vdot[i])
         # eq. 4 at V = 0: F_i = G_i Vdot_i
         inertia_times(phi[i], Vdot[i], F[i])
-    for i in range(nb - 1, -1, -1):
-        # eq. 5: g_i = S_i^T F_i ; eq. 4 (children): F_parent += Ad*_{T^-1} F_i
+    joint_torques(parents, screw_axes, R, p, F, g)
+    return all_finite(g)
+
+
+@njit(cache=True, inline="always")
+def joint_torques(parents, screw_axes, R, p, F, tau):
+    """The backward pass, leaves to root: eq. 5, tau_i = S_i^T F_i, with F_i the force of body i's
+    subtree, each body's own F_i on entry (eq. 4, children: F_parent += Ad*_{T^-1} F_i)."""
+    for i in range(parents.shape[0] - 1, -1, -1):
         S = screw_axes[i]
-        g[i] = (S[0] * F[i, 0] + S[1] * F[i, 1] + S[2] * F[i, 2]
-                + S[3] * F[i, 3] + S[4] * F[i, 4] + S[5] * F[i, 5])
+        tau[i] = (S[0] * F[i, 0] + S[1] * F[i, 1] + S[2] * F[i, 2]
+                  + S[3] * F[i, 3] + S[4] * F[i, 4] + S[5] * F[i, 5])
         j = parents[i]
         if j >= 0:
             force_to_parent_add(R[i], p[i], F[i], F[j])
-    return all_finite(g)

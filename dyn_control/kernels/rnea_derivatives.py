@@ -31,14 +31,13 @@ from ..jit import njit
 from ..spatial import (cross_force, cross_motion, force_to_parent_add, inertia_times, motion_to_parent,
                        phi_to_parent_add)
 from .inputs import all_finite
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 
 
 @njit(cache=True, forceinline=True)
 def world_kinematics(parents, screw_axes, home_R, home_p, q, v, R, p, oR, op, oS, oV):
     """Body poses, joint screws s_i and twists v_i = v_parent + s_i qd_i in the root frame."""
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
     for i in range(q.shape[0]):
         j = parents[i]
         motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])

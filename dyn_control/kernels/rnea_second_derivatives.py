@@ -21,10 +21,10 @@ is their dot product with psidd_s, psid_s, phi_s or S_s of the shallowest joint 
 the work is O(n d^2) for depth d; the Hessian symmetries fill the mirrored entries.
 """
 from ..jit import njit
-from ..spatial import (body_coriolis, cross_force, cross_motion, dot6, force_to_parent_add,
+from ..spatial import (body_coriolis, cross_force, cross_motion, dot6, force_to_parent_subtract,
                        inertia_times, motion_to_parent, phi_to_parent_add, spatial_inertia_into)
 from .inputs import all_finite
-from .kinematics import joint_transforms, world_poses
+from .kinematics import body_poses
 
 VECTOR_ROWS = 11  # oS, oV, oA, psid, psidd, phi, F, u = I S, w = B^T S, dF/dq_i, dF/dv_i
 # rows of the per-pair scratch `pair` (6-vectors that depend on the deepest and middle joints)
@@ -92,8 +92,7 @@ def rnea_second_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, b
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return False
     nb = q.shape[0]
-    joint_transforms(screw_axes, home_R, home_p, q, R, p)
-    world_poses(parents, R, p, oR, op)
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
     oS, oV, oA, psid, psidd, phis, oF, u, w, dFq, dFv = (
         vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5], vectors[6],
         vectors[7], vectors[8], vectors[9], vectors[10])
@@ -136,10 +135,7 @@ def rnea_second_derivatives(parents, screw_axes, home_R, home_p, phi, q, v, a, b
         cross_force(oV[i], IV, t)
         for k in range(6):
             oF[i, k] += t[k]
-        t[:] = 0.0
-        force_to_parent_add(oR[i], op[i], f_ext[i], t)
-        for k in range(6):
-            oF[i, k] -= t[k]
+        force_to_parent_subtract(oR[i], op[i], f_ext[i], oF[i], t)
     # backward pass: composite inertia, Coriolis matrix and force of each subtree
     for i in range(nb - 1, -1, -1):
         j = parents[i]

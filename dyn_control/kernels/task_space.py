@@ -175,7 +175,7 @@ def operational_space_inertia(M, J, damping, L, J_Minv, A, Lambda, J_bar):
     for r in range(nv):
         for c in range(nv):
             L[r, c] = M[r, c]
-    if not cholesky_factor(L):
+    if not cholesky_factor(L, L, 0.0):
         return False
     # Y = L^-1 J^T by rows of J_Minv, then Lambda^-1 = Y^T Y + d^2 I, then J M^-1 = (L^-T Y)^T
     for i in range(m):
@@ -193,7 +193,7 @@ def operational_space_inertia(M, J, damping, L, J_Minv, A, Lambda, J_bar):
         A[i, i] += d2
     for i in range(m):
         back_substitute(L, J_Minv[i])
-    if not cholesky_factor(A):
+    if not cholesky_factor(A, A, 0.0):
         return False
     # Lambda = A^-1, column by column (rows: it is symmetric)
     for i in range(m):

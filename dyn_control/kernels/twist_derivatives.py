@@ -36,7 +36,7 @@ and zero for joints in other branches. One pass down the tree and a walk up each
 O(n d) dot products of 6-vectors for n bodies of depth d.
 """
 from ..jit import njit
-from ..spatial import compose_into, cross_motion, dot6, inertia_times
+from ..spatial import compose_into, cross_force, cross_motion, dot6, inertia_times
 from .inputs import all_finite
 from .rnea_derivatives import composite_b_times, world_forces, world_kinematics
 
@@ -54,20 +54,6 @@ def adjoint_column(R, p, c, out):
     else:
         out[0] = out[1] = out[2] = 0.0
         out[3], out[4], out[5] = R[0, c - 3], R[1, c - 3], R[2, c - 3]
-
-
-@njit(cache=True, inline="always")
-def ad_star_times(F, m, out):
-    """out = ad*_F m = ad_m^T F for a force F = [n; f] and a motion m = [w; v] (eq. 10):
-    ad*_F = [[[n], [f]], [[f], 0]]."""
-    n0, n1, n2, f0, f1, f2 = F[0], F[1], F[2], F[3], F[4], F[5]
-    w0, w1, w2, v0, v1, v2 = m[0], m[1], m[2], m[3], m[4], m[5]
-    out[0] = n1 * w2 - n2 * w1 + f1 * v2 - f2 * v1
-    out[1] = n2 * w0 - n0 * w2 + f2 * v0 - f0 * v2
-    out[2] = n0 * w1 - n1 * w0 + f0 * v1 - f1 * v0
-    out[3] = f1 * w2 - f2 * w1
-    out[4] = f2 * w0 - f0 * w2
-    out[5] = f0 * w1 - f1 * w0
 
 
 @njit(cache=True)
@@ -123,12 +109,13 @@ def twist_derivative_matrix(parents, home_R, home_p, v, a, oR, op, oS, oV, oA, o
                 cross_motion(oV[j], d, tmp)
                 for k in range(6):
                     alpha[k] -= tmp[k] * v[i]
-            # R_i = -ad*_{F_i} zeta - Gc_i alpha - Bc_i beta  (eq. 10; lines 21-30)
+            # R_i = -ad*_{F_i} zeta - Gc_i alpha - Bc_i beta  (eq. 10; lines 21-30), where
+            # -ad*_F zeta = -ad_zeta^T F = zeta x* F
             gc = g[c]
-            ad_star_times(F, zeta, gc)
+            cross_force(zeta, F, gc)
             inertia_times(ophi_c[i], alpha, tmp)
             for k in range(6):
-                gc[k] = -gc[k] - tmp[k]
+                gc[k] -= tmp[k]
             composite_b_times(B, L, beta, tmp)
             for k in range(6):
                 gc[k] -= tmp[k]
