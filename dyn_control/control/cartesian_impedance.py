@@ -60,24 +60,25 @@ def filter_equilibrium(alpha, R_target, p_target, R_eq, p_eq, work33, work3):
     for i in range(3):
         p_eq[i] += alpha * (p_target[i] - p_eq[i])
     delta = work33[0]
-    for i in range(3):
-        for j in range(3):
-            total = 0.0
-            for k in range(3):
-                total += R_target[i, k] * R_eq[j, k]
-            delta[i, j] = total
+    rotation_product(R_target, R_eq, True, delta)
     rotation_log(delta, work3)
     for i in range(3):
         work3[i] *= alpha
     rotation_exp(work3, delta)
     step = work33[1]
+    rotation_product(delta, R_eq, False, step)
+    R_eq[:, :] = step
+
+
+@njit(cache=True, inline="always")
+def rotation_product(A, B, transpose_b, out):
+    """out = A B, or A B^T when transpose_b (3x3)."""
     for i in range(3):
         for j in range(3):
-            total = 0.0
-            for k in range(3):
-                total += delta[i, k] * R_eq[k, j]
-            step[i, j] = total
-    R_eq[:, :] = step
+            if transpose_b:
+                out[i, j] = A[i, 0] * B[j, 0] + A[i, 1] * B[j, 1] + A[i, 2] * B[j, 2]
+            else:
+                out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
 
 
 @njit(cache=True, nogil=True)

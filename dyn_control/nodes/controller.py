@@ -34,7 +34,6 @@ from ..control import fourier
 from ..control import tick as T
 from ..control.collision import REACTIONS
 from ..control import trajectory as trajectories
-from ..control.fourier import fourier_reference
 from ..dynamics import gravity
 from ..model import PRISMATIC
 from . import follow_joint_trajectory, params, preload, qos, trajectory_input
@@ -370,7 +369,7 @@ class ControllerNode(LoopNode):
             apply_point(c)
         elif c.fourier is not None and c.reference_point is None:
             joints, q0, a, b, omega, q, v, acc = c.fourier
-            fourier_reference(t, q0, a, b, omega, q, v, acc)
+            fourier.fourier_reference(t, q0, a, b, omega, q, v, acc)
             c.q_d[joints], c.v_d[joints], c.a_d[joints] = q, v, acc
             s[T.S_POINT] = 1.0
         if c.pending_target is not None or c.pending_wrench is not None or c.reset_collision_pending:

@@ -125,18 +125,19 @@ class LoopNode(LifecycleNode):
         return super().on_cleanup(state)
 
     def on_shutdown(self, state):
-        self._stop_loop()
-        self.compiles.stop()
-        self._destroy_entities()
-        self.state = "finalized"
+        self._tear_down("finalized")
         return super().on_shutdown(state)
 
     def on_error(self, state):
+        self._tear_down("unconfigured")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _tear_down(self, new_state):
+        """Loop stopped, compile watch off, entities destroyed, whatever state the node was in."""
         self._stop_loop()
         self.compiles.stop()
         self._destroy_entities()
-        self.state = "unconfigured"
-        return TransitionCallbackReturn.SUCCESS
+        self.state = new_state
 
     def _send_diagnostics(self, status, level, message, values):
         """Publish `status` (a DiagnosticStatus) with its level, message and key/value pairs, and the

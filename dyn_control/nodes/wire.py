@@ -74,13 +74,23 @@ def _f64(buf, at):
 
 
 @njit(cache=True)
+def _sequence_length(buf, at):
+    """(length, payload offset after it) of the string or sequence at `at` (payload-relative), whose
+    uint32 length is 4-aligned; offset -1 when the buffer ends first."""
+    at = _align(at, 4)
+    if ENCAPSULATION + at + 4 > buf.shape[0]:
+        return 0, -1
+    return _u32(buf, ENCAPSULATION + at), at + 4
+
+
+@njit(cache=True)
 def _skip_string(buf, at):
     """Offset (payload-relative) after the string at `at` (4-aligned length, then its bytes); -1 when
     the buffer ends first."""
-    at = _align(at, 4)
-    if ENCAPSULATION + at + 4 > buf.shape[0]:
+    length, at = _sequence_length(buf, at)
+    if at < 0:
         return -1
-    at += 4 + _u32(buf, ENCAPSULATION + at)
+    at += length
     return at if ENCAPSULATION + at <= buf.shape[0] else -1
 
 
@@ -88,11 +98,9 @@ def _skip_string(buf, at):
 def _double_sequence(buf, at):
     """(count, payload offset of the values, offset after them) of the double sequence at `at`;
     count -1 when the buffer ends first."""
-    at = _align(at, 4)
-    if ENCAPSULATION + at + 4 > buf.shape[0]:
+    count, at = _sequence_length(buf, at)
+    if at < 0:
         return -1, 0, 0
-    count = _u32(buf, ENCAPSULATION + at)
-    at += 4
     if count > 0:
         at = _align(at, 8)
     end = at + 8 * count
@@ -223,25 +231,21 @@ def parse_joint_trajectory(buf, max_names, max_points, meta, times, counts, offs
     at = _skip_string(buf, 8)                 # header.frame_id; then the joint names
     if at < 0:
         return JT_MALFORMED
-    at = _align(at, 4)
-    if ENCAPSULATION + at + 4 > size:
+    meta[JT_NAMES], at = _sequence_length(buf, at)
+    if at < 0:
         return JT_MALFORMED
-    meta[JT_NAMES] = _u32(buf, ENCAPSULATION + at)
-    meta[JT_NAMES_AT] = ENCAPSULATION + at + 4
+    meta[JT_NAMES_AT] = ENCAPSULATION + at
     if meta[JT_NAMES] > max_names:
         return JT_TOO_MANY_NAMES
-    at += 4
     for _ in range(meta[JT_NAMES]):
         at = _skip_string(buf, at)
         if at < 0:
             return JT_MALFORMED
-    at = _align(at, 4)
-    if ENCAPSULATION + at + 4 > size:
+    meta[JT_POINTS], at = _sequence_length(buf, at)
+    if at < 0:
         return JT_MALFORMED
-    meta[JT_POINTS] = _u32(buf, ENCAPSULATION + at)
     if meta[JT_POINTS] > max_points:
         return JT_TOO_MANY_POINTS
-    at += 4
     for k in range(meta[JT_POINTS]):
         for f in range(4):
             count, values_at, at = _double_sequence(buf, at)
