@@ -40,7 +40,7 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from .derivatives import rnea_derivatives
-from .dynamics import (_F64, _FAST_REFUSED, as_real_array, as_vector, checked_inputs, compiled_call, crba,
+from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, checked_inputs, compiled_call, crba,
                        non_finite_error, nonlinear_effects, strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
@@ -558,7 +558,7 @@ def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
     """The fast path of the contact functions: the compiled `kernel` called directly on the inputs as
     they are, for contacts validated by an earlier call (_cached_workspace), or None for the checked
     path. The strict kernel dispatcher refuses arrays that are not C-contiguous, aligned, writable
-    float64 (byte order checked here); the kernel refuses other sizes and non-finite values; the
+    float64 in native byte order; the kernel refuses other sizes and non-finite values; the
     checked path then names the problem. q, v, third: the kernel's arguments after the packed
     buffers (third: tau, or the restitution as a float). Results, new arrays: the forward kernels'
     state (nv,) and forces (m,); with `blocks` = n, the derivative kernels' n (nv, nv) blocks then
@@ -568,8 +568,6 @@ def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
     if ws is None:
         return None
     try:
-        if not (q.dtype is v.dtype is _F64 and (type(third) is float or third.dtype is _F64)):
-            return None
         if blocks:
             out = _derivative_outputs(ws, blocks)
             status = kernel(model._buf, data._buf, q, v, third, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam,

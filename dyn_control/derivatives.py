@@ -19,8 +19,8 @@ import numbers
 import numba
 import numpy as np
 
-from .dynamics import (_F64, _FAST_REFUSED, _OK, aba, as_real_array, as_vector, check_model_data, checked_inputs,
-                       compiled_call, coupled_result, coupled_tree_state, crba, non_finite_error, strict)
+from .dynamics import (aba, as_real_array, checked_inputs, coupled_result, coupled_tree_state, crba, entry_call, fast,
+                       non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
 from .kernels import joint_terms as _joint
@@ -37,18 +37,15 @@ _fast_minverse = strict(_entry.minverse)
 _fast_aba_derivatives = strict(_entry.aba_derivatives)
 
 
-def _regressor_tree(model, data, q, v, a, Y):
+def _regressor_tree(model, data, q, v, a, Y, Y_full=None):
+    """Y of the tree, and Y_full = [Y | joint block] (kernels/joint_terms.py) when given."""
     if not _regressor.regressor(model._parents, model._screw_axes, model._home_R, model._home_p, q, v,
                                 a, model._base_accel, data._R, data._p, data._oR, data._op, data._oS,
                                 data._V, data._Vdot, data._tmp6, Y):
         raise non_finite_error(q=q, v=v, a=a)
-    return Y
-
-
-def _full_regressor_tree(model, data, q, v, a, Y, Y_full):
-    """Y_full = [Y | joint block] of the tree (kernels/joint_terms.py)."""
+    if Y_full is None:
+        return Y
     nb = model.nbodies
-    _regressor_tree(model, data, q, v, a, Y)
     Y_full[:, :10 * nb] = Y
     _joint.joint_regressor(v, a, Y_full, 10 * nb)
     return Y_full
@@ -62,39 +59,20 @@ def regressor(model, data, q, v, a, joint_terms=False):
     joint_terms=True: Y (nv, 13 * nbodies) with rnea(q, v, a) = Y @ model.parameters(): the columns
     above, then per joint [a_i, v_i, sgn_s(v_i)] in row i for [armature, viscous, coulomb] -> data.Y_full."""
     if joint_terms:
-        return _regressor_full(model, data, q, v, a)
-    try:
-        if q.dtype is v.dtype is a.dtype is _F64 and _fast_regressor(model._buf, data._buf, q, v, a) == _OK:
-            return data.Y
-    except _FAST_REFUSED:
-        pass
-    q, v, a = checked_inputs(model, data, q=q, v=v, a=a)
-    if model.coupling is None:
-        if compiled_call(_entry.regressor, model._buf, data._buf, q, v, a) != _OK:
-            _regressor_tree(model, data, q, v, a, data._Y)
-        return data.Y
-    q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
-    Y_tree = _regressor_tree(model, data, q_t, v_t, a_t, data._Y_tree)
-    coupled_result(data._Y, model.coupling.T @ Y_tree, q=q, v=v, a=a)
-    return data.Y
-
-
-def _regressor_full(model, data, q, v, a):
-    try:
-        if (q.dtype is v.dtype is a.dtype is _F64
-                and _fast_regressor_full(model._buf, data._buf, q, v, a) == _OK):
+        if fast(_fast_regressor_full, model, data, q, v, a):
             return data.Y_full
-    except _FAST_REFUSED:
-        pass
+    elif fast(_fast_regressor, model, data, q, v, a):
+        return data.Y
     q, v, a = checked_inputs(model, data, q=q, v=v, a=a)
-    if model.coupling is None:
-        if compiled_call(_entry.regressor_full, model._buf, data._buf, q, v, a) != _OK:
-            _full_regressor_tree(model, data, q, v, a, data._Y, data._Y_full)
-        return data.Y_full
-    q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
-    Y_tree = _full_regressor_tree(model, data, q_t, v_t, a_t, data._Y_tree, data._Y_full_tree)
-    coupled_result(data._Y_full, model.coupling.T @ Y_tree, q=q, v=v, a=a)
-    return data.Y_full
+    if not entry_call(_entry.regressor_full if joint_terms else _entry.regressor, model, data, q, v, a):
+        G = model.coupling
+        if G is None:  # the tree kernel names the error (or serves a LargeData)
+            _regressor_tree(model, data, q, v, a, data._Y, data._Y_full if joint_terms else None)
+        else:
+            Y_tree = _regressor_tree(model, data, *coupled_tree_state(model, data, q, v, a), data._Y_tree,
+                                     data._Y_full_tree if joint_terms else None)
+            coupled_result(data._Y_full if joint_terms else data._Y, G.T @ Y_tree, q=q, v=v, a=a)
+    return data.Y_full if joint_terms else data.Y
 
 
 def _rnea_derivatives_tree(model, data, q, v, a, f_ext):
@@ -110,23 +88,18 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     """First-order derivatives of tau = rnea(q, v, a, f_ext): (dtau_dq, dtau_dv, M) -> data.dtau_dq,
     data.dtau_dv, data.dtau_da, each (nv, nv); M = d tau / d a (M(q) + diag(I_a)). f_ext: None or (nbodies, 6), each
     body's spatial force [n; f] in its own frame (constant in that frame)."""
-    try:
-        if (f_ext is None and q.dtype is v.dtype is a.dtype is _F64
-                and _fast_rnea_derivatives(model._buf, data._buf, q, v, a) == _OK):
-            return data.dtau_dq, data.dtau_dv, data.dtau_da
-    except _FAST_REFUSED:
-        pass
-    given = f_ext
-    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    if f_ext is None and fast(_fast_rnea_derivatives, model, data, q, v, a):
+        return data.dtau_dq, data.dtau_dv, data.dtau_da
+    q, v, a, forces = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    if f_ext is None and entry_call(_entry.rnea_derivatives, model, data, q, v, a):
+        return data.dtau_dq, data.dtau_dv, data.dtau_da
     G = model.coupling
     if G is None:
-        if (given is not None or compiled_call(_entry.rnea_derivatives, model._buf, data._buf, q, v, a)
-                != _OK):
-            _rnea_derivatives_tree(model, data, q, v, a, f_ext)
+        _rnea_derivatives_tree(model, data, q, v, a, forces)
         return data.dtau_dq, data.dtau_dv, data.dtau_da
-    _rnea_derivatives_tree(model, data, *coupled_tree_state(model, data, q, v, a), f_ext)
+    _rnea_derivatives_tree(model, data, *coupled_tree_state(model, data, q, v, a), forces)
     for out, tree in zip((data._dtau_dq, data._dtau_dv, data._dtau_da), data._derivatives_tree):
-        coupled_result(out, G.T @ tree @ G, q=q, v=v, a=a, f_ext=f_ext)
+        coupled_result(out, G.T @ tree @ G, q=q, v=v, a=a, f_ext=forces)
     return data.dtau_dq, data.dtau_dv, data.dtau_da
 
 
@@ -145,14 +118,10 @@ def _inverse_of(model, M):
 def minverse(model, data, q):
     """(M(q) + diag(I_a))^-1 (nv, nv), full symmetric, by the articulated-body algorithm in O(n^2)
     -> data.Minv."""
-    try:
-        if q.dtype is _F64 and _fast_minverse(model._buf, data._buf, q) == _OK:
-            return data.Minv
-    except _FAST_REFUSED:
-        pass
-    check_model_data(model, data)
-    q = as_vector("q", q, model.nv)
-    if model.coupling is None and compiled_call(_entry.minverse, model._buf, data._buf, q) == _OK:
+    if fast(_fast_minverse, model, data, q):
+        return data.Minv
+    q, = checked_inputs(model, data, q=q)
+    if entry_call(_entry.minverse, model, data, q):
         return data.Minv
     if model.coupling is not None:
         coupled_result(data._Minv, _inverse_of(model, crba(model, data, q)), q=q)
@@ -172,34 +141,28 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     """First-order derivatives of a = aba(q, v, tau, f_ext): (da_dq, da_dv, Minv) -> data.ddq_dq,
     data.ddq_dv, data.Minv, each (nv, nv); Minv = d a / d tau. data.ddq receives a itself, and
     data.dtau_dq, data.dtau_dv the inverse-dynamics derivatives at that a."""
-    try:
-        if (f_ext is None and q.dtype is v.dtype is tau.dtype is _F64
-                and _fast_aba_derivatives(model._buf, data._buf, q, v, tau) == _OK):
-            return data.ddq_dq, data.ddq_dv, data.Minv
-    except _FAST_REFUSED:
-        pass
-    given = f_ext
-    q, v, tau, f_ext = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
-    if (model.coupling is None and given is None
-            and compiled_call(_entry.aba_derivatives, model._buf, data._buf, q, v, tau) == _OK):
+    if f_ext is None and fast(_fast_aba_derivatives, model, data, q, v, tau):
+        return data.ddq_dq, data.ddq_dv, data.Minv
+    q, v, tau, forces = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
+    if f_ext is None and entry_call(_entry.aba_derivatives, model, data, q, v, tau):
         return data.ddq_dq, data.ddq_dv, data.Minv
     if model.coupling is not None:
-        ddq = aba(model, data, q, v, tau, f_ext)
-        dtau_dq, dtau_dv, M = rnea_derivatives(model, data, q, v, ddq, f_ext)
+        ddq = aba(model, data, q, v, tau, forces)
+        dtau_dq, dtau_dv, M = rnea_derivatives(model, data, q, v, ddq, forces)
         Minv = _inverse_of(model, M)
-        inputs = dict(q=q, v=v, tau=tau, f_ext=f_ext)
+        inputs = dict(q=q, v=v, tau=tau, f_ext=forces)
         coupled_result(data._Minv, Minv, **inputs)
         coupled_result(data._ddq_dq, -Minv @ dtau_dq, **inputs)
         coupled_result(data._ddq_dv, -Minv @ dtau_dv, **inputs)
         return data.ddq_dq, data.ddq_dv, data.Minv
     status = _minverse.aba_derivatives(
         model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, model._joint_terms,
-        q, v, tau, model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
+        q, v, tau, model._base_accel, forces, data._R, data._p, data._oR, data._op, data._ophi_c,
         data._deriv_vectors, data._tmp6, data._Minv_IA, data._Minv_F, data._subtree_end, data._deriv_joint,
         data._ddq, data._derivatives_tree)
     if status != _minverse.OK:
         if status == _minverse.NON_FINITE:
-            raise non_finite_error(q=q, v=v, tau=tau, f_ext=f_ext)
+            raise non_finite_error(q=q, v=v, tau=tau, f_ext=forces)
         raise _singular_error(model, status)
     return data.ddq_dq, data.ddq_dv, data.Minv
 

@@ -39,16 +39,17 @@ _REFERENCES = {"world": _kin.WORLD, "local": _kin.LOCAL, "local_world_aligned": 
 # ----------------------------------------------------------------------------------------------
 # Fast path: one compiled call on packed buffers (kernels/entry.py).
 #
-# A public function first calls its entry kernel with the caller's arguments as they are. The entry
+# A public function first calls its entry kernel with the caller's arguments as they are (fast()). The entry
 # kernel's dispatcher is strict: it runs only the one signature compiled for canonical arguments
 # (C-contiguous, aligned, writable float64 arrays, checked by the dispatcher's typing in C, much
 # cheaper than NumPy checks from Python) and raises TypeError for any other argument types (lists,
 # float32, strided or read-only arrays, None, ...) instead of compiling them. The kernel checks sizes
 # and finiteness; anything but OK (or a TypeError, or an AttributeError from a model or data of the
 # wrong kind) sends the call down the checked path, which brings the inputs to canonical form, names
-# what is wrong, and compiles the entry kernel's one signature on the first call. One check stays in
-# Python: `x.dtype is _F64` (NumPy's native float64 descriptor), since Numba's dispatcher may take a
-# byte-swapped float64 array for a native one (its type fingerprint ignores the byte order).
+# what is wrong, and compiles the entry kernel's one signature on the first call. A byte-swapped
+# float64 array is refused too (Numba cannot type it), as test_fast_path's "big-endian" inputs check.
+# fast() opens every public function; forward_kinematics and jacobian, whose calls are as short as
+# Pinocchio's, keep the same lines inline (the helper's call costs ~0.1 us).
 
 _JIT = not numba.config.DISABLE_JIT
 _COMPILING = threading.Lock()
@@ -97,6 +98,23 @@ _fast_jacobian = strict(_entry.jacobian)
 # dispatcher's compile flag on for it: this thread's dispatcher then tries to compile too, and finds
 # the flag off again: RuntimeError "compilation disabled"); the checked path waits for that compile
 _FAST_REFUSED = (AttributeError, TypeError, ValueError, ZeroDivisionError, RuntimeError)
+
+
+def fast(kernel, model, data, *arrays):
+    """The fast path that opens a public function: True when the strict entry kernel computed the
+    result into data from the arrays as given; False, for a refusal of any kind (_FAST_REFUSED, or
+    the kernel's status), sends the call down the checked path, which names what is wrong."""
+    try:
+        return kernel(model._buf, data._buf, *arrays) == _OK
+    except _FAST_REFUSED:
+        return False
+
+
+def entry_call(kernel, model, data, *arrays):
+    """The checked path's compiled call, on checked arrays: True when the entry kernel computed the
+    result (a tree without mimic coupling, finite inputs and result); the kernel compiles its one
+    signature on first use."""
+    return model.coupling is None and compiled_call(kernel, model._buf, data._buf, *arrays) == _OK
 
 
 def as_vector(name, x, n):
@@ -216,78 +234,52 @@ def rnea(model, data, q, v, a, f_ext=None):
     - sum_i J_i^T f_ext_i  -> data.tau (nv,).
 
     f_ext: None or (nbodies, 6), the spatial force [n; f] on each body, in the body's frame."""
-    try:
-        if f_ext is None:
-            if q.dtype is v.dtype is a.dtype is _F64 and _fast_rnea(model._buf, data._buf, q, v, a) == _OK:
-                return data.tau
-        elif (q.dtype is v.dtype is a.dtype is f_ext.dtype is _F64
-              and _fast_rnea_ext(model._buf, data._buf, q, v, a, f_ext) == _OK):
-            return data.tau
-    except _FAST_REFUSED:
-        pass
-    given = f_ext
-    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    if fast(_fast_rnea, model, data, q, v, a) if f_ext is None else fast(_fast_rnea_ext, model, data, q, v, a, f_ext):
+        return data.tau
+    q, v, a, forces = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    if (entry_call(_entry.rnea, model, data, q, v, a) if f_ext is None
+            else entry_call(_entry.rnea_ext, model, data, q, v, a, forces)):
+        return data.tau
     if model.coupling is None:
-        if given is None:
-            status = compiled_call(_entry.rnea, model._buf, data._buf, q, v, a)
-        else:
-            status = compiled_call(_entry.rnea_ext, model._buf, data._buf, q, v, a, f_ext)
-        if status != _OK:
-            rnea_tree(model, data, q, v, a, f_ext, data._tau)  # names the error, or a LargeData
+        rnea_tree(model, data, q, v, a, forces, data._tau)  # names the error, or a LargeData
         return data.tau
     q_t, v_t, a_t = coupled_tree_state(model, data, q, v, a)
-    tau_tree = rnea_tree(model, data, q_t, v_t, a_t, f_ext, data._tau_tree)
-    coupled_result(data._tau, model.coupling.T @ tau_tree, q=q, v=v, a=a, f_ext=f_ext)
+    tau_tree = rnea_tree(model, data, q_t, v_t, a_t, forces, data._tau_tree)
+    coupled_result(data._tau, model.coupling.T @ tau_tree, q=q, v=v, a=a, f_ext=forces)
     return data.tau
 
 
 def nonlinear_effects(model, data, q, v):
     """rnea(q, v, 0) = C(q, v) v + g(q) + F_v v + F_c sgn_s(v)  -> data.nle (nv,)."""
-    try:
-        if q.dtype is v.dtype is _F64 and _fast_nonlinear_effects(model._buf, data._buf, q, v) == _OK:
-            return data.nle
-    except _FAST_REFUSED:
-        pass
-    check_model_data(model, data)
-    if model.coupling is None:
-        q = as_vector("q", q, model.nv)
-        v = as_vector("v", v, model.nv)
-        if compiled_call(_entry.nonlinear_effects, model._buf, data._buf, q, v) == _OK:
-            return data.nle
-    data._nle[:] = rnea(model, data, q, v, data._zero)
+    if fast(_fast_nonlinear_effects, model, data, q, v):
+        return data.nle
+    q, v = checked_inputs(model, data, q=q, v=v)
+    if not entry_call(_entry.nonlinear_effects, model, data, q, v):
+        data._nle[:] = rnea(model, data, q, v, data._zero)
     return data.nle
 
 
 def gravity(model, data, q):
     """Generalized gravity g(q)  -> data.g (nv,)."""
-    try:
-        if q.dtype is _F64 and _fast_gravity(model._buf, data._buf, q) == _OK:
-            return data.g
-    except _FAST_REFUSED:
-        pass
-    check_model_data(model, data)
-    if model.coupling is None:
-        q = as_vector("q", q, model.nv)
-        if compiled_call(_entry.gravity, model._buf, data._buf, q) == _OK:
-            return data.g
-    data._g[:] = rnea(model, data, q, data._zero, data._zero)
+    if fast(_fast_gravity, model, data, q):
+        return data.g
+    q, = checked_inputs(model, data, q=q)
+    if not entry_call(_entry.gravity, model, data, q):
+        data._g[:] = rnea(model, data, q, data._zero, data._zero)
     return data.g
 
 
 def crba(model, data, q):
     """Joint-space inertia matrix M(q) + diag(I_a) (rotors included), full symmetric  -> data.M (nv, nv)."""
-    try:
-        if q.dtype is _F64 and _fast_crba(model._buf, data._buf, q) == _OK:
-            return data.M
-    except _FAST_REFUSED:
-        pass
-    check_model_data(model, data)
-    q = as_vector("q", q, model.nv)
-    if model.coupling is None:
-        if compiled_call(_entry.crba, model._buf, data._buf, q) != _OK:
-            crba_tree(model, data, q, data._M)
+    if fast(_fast_crba, model, data, q):
+        return data.M
+    q, = checked_inputs(model, data, q=q)
+    if entry_call(_entry.crba, model, data, q):
         return data.M
     G = model.coupling
+    if G is None:
+        crba_tree(model, data, q, data._M)  # names the error, or a LargeData
+        return data.M
     M_tree = crba_tree(model, data, coupled_tree_state(model, data, q)[0], data._M_tree)
     coupled_result(data._M, G.T @ M_tree @ G, q=q)
     return data.M
@@ -296,42 +288,30 @@ def crba(model, data, q):
 def aba(model, data, q, v, tau, f_ext=None):
     """Forward dynamics a = (M(q) + diag(I_a))^-1 (tau - C(q, v) v - g(q) - F_v v - F_c sgn_s(v)
     + sum_i J_i^T f_ext_i)  -> data.ddq."""
+    if fast(_fast_aba, model, data, q, v, tau) if f_ext is None else fast(_fast_aba_ext, model, data, q, v, tau, f_ext):
+        return data.ddq
+    q, v, tau, forces = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
     try:
-        if f_ext is None:
-            if q.dtype is v.dtype is tau.dtype is _F64 and _fast_aba(model._buf, data._buf, q, v, tau) == _OK:
-                return data.ddq
-        elif (q.dtype is v.dtype is tau.dtype is f_ext.dtype is _F64
-              and _fast_aba_ext(model._buf, data._buf, q, v, tau, f_ext) == _OK):
+        if (entry_call(_entry.aba, model, data, q, v, tau) if f_ext is None
+                else entry_call(_entry.aba_ext, model, data, q, v, tau, forces)):
             return data.ddq
-    except _FAST_REFUSED:
-        pass
-    given = f_ext
-    q, v, tau, f_ext = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
-    if model.coupling is None:
-        try:
-            if given is None:
-                status = compiled_call(_entry.aba, model._buf, data._buf, q, v, tau)
-            else:
-                status = compiled_call(_entry.aba_ext, model._buf, data._buf, q, v, tau, f_ext)
-        except ZeroDivisionError:
-            raise singular_inertia_error(model, data) from None
-        if status == _OK:
-            return data.ddq
+    except ZeroDivisionError:
+        raise singular_inertia_error(model, data) from None
     if model.coupling is not None:
         # coupled joints: no articulated-body recursion; solve with the reduced M instead
-        bias = rnea(model, data, q, v, np.zeros(model.nv), f_ext).copy()
+        bias = rnea(model, data, q, v, np.zeros(model.nv), forces).copy()
         coupled_result(data._ddq, np.linalg.solve(crba(model, data, q), tau - bias), q=q, v=v, tau=tau,
-                       f_ext=f_ext)
+                       f_ext=forces)
         return data.ddq
     try:
         finite = _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
-                          model._joint_terms, q, v, tau, model._base_accel, f_ext, data._R, data._p, data._oR,
+                          model._joint_terms, q, v, tau, model._base_accel, forces, data._R, data._p, data._oR,
                           data._op, data._oS, data._oV, data._phi_world, data._c, data._IA, data._pA, data._U,
                           data._D, data._u, data._oA, data._tmp6, data._ddq)
     except ZeroDivisionError:
         raise singular_inertia_error(model, data) from None
     if not finite:
-        raise non_finite_error(q=q, v=v, tau=tau, f_ext=f_ext)
+        raise non_finite_error(q=q, v=v, tau=tau, f_ext=forces)
     return data.ddq
 
 
@@ -347,15 +327,12 @@ def singular_inertia_error(model, data):
 def coriolis_matrix(model, data, q, v):
     """C(q, v) of the rigid body, with C v = nonlinear_effects - gravity - friction and Mdot - 2C
     skew-symmetric  -> data.C."""
-    try:
-        if q.dtype is v.dtype is _F64 and _fast_coriolis_matrix(model._buf, data._buf, q, v) == _OK:
-            return data.C
-    except _FAST_REFUSED:
-        pass
-    q, v = checked_inputs(model, data, q=q, v=v)
-    G = model.coupling
-    if G is None and compiled_call(_entry.coriolis_matrix, model._buf, data._buf, q, v) == _OK:
+    if fast(_fast_coriolis_matrix, model, data, q, v):
         return data.C
+    q, v = checked_inputs(model, data, q=q, v=v)
+    if entry_call(_entry.coriolis_matrix, model, data, q, v):
+        return data.C
+    G = model.coupling
     if G is not None:
         q_t, v_t, _ = coupled_tree_state(model, data, q, v)
     else:
@@ -382,7 +359,7 @@ def _tree_q(model, data, q):
 def forward_kinematics(model, data, q):
     """World (root-frame) poses of all frames, (nframes, 4, 4) in model.frame_names order."""
     try:
-        if q.dtype is _F64 and _fast_forward_kinematics(model._buf, data._buf, q) == _OK:
+        if _fast_forward_kinematics(model._buf, data._buf, q) == _OK:
             return data.frame_poses
     except _FAST_REFUSED:
         pass
@@ -410,8 +387,7 @@ def jacobian(model, data, q, frame, reference="world"):
     "local": twist in the frame's own axes; "local_world_aligned": angular velocity and the
     frame origin's linear velocity in the root frame's axes."""
     try:
-        if q.dtype is _F64 and _fast_jacobian(model._buf, data._buf, q, model._frame_index[frame],
-                          _REFERENCES[reference]) == _OK:
+        if _fast_jacobian(model._buf, data._buf, q, model._frame_index[frame], _REFERENCES[reference]) == _OK:
             return data.J
     except (*_FAST_REFUSED, KeyError):
         pass
