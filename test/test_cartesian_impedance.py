@@ -277,9 +277,9 @@ def test_a_30_N_impulse_on_link_4_is_detected_within_10_ms_isolated_and_reacted_
         assert s[T.S_COLLIDED] == 0
         return
     assert s[T.S_COLLIDED] == 1
-    # stopped from the speed at the collision in 0.2 s, v_c 0.1 s further on (the sine goes on
-    # elsewhere: 0.3 rad away by now)
-    stopped = f.q_c + 0.1 * f.v_c
+    # each joint stopped from its speed at the collision in its stop time T_k, v_c T_k / 2 beyond q_c
+    # (q_c moved by the push the stop gave way to; the sine goes on elsewhere: 0.3 rad away by now)
+    stopped = f.q_c + 0.5 * f.stop_times * f.v_c
     if reaction == STOP:
         assert np.abs(sim.q - stopped).max() < 0.01
         assert np.abs(sim.v).max() < 0.01

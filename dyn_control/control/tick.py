@@ -71,7 +71,8 @@ from ..kernels.task_space import frame_world_pose, operational_space_inertia, po
 from ..kernels.twist_derivatives import twist_derivatives
 from ..model import PARAMETER_NAMES
 from .cartesian_impedance import filter_equilibrium, impedance_torque
-from .collision import FLOAT, REFLEX, REPORT, STOP, arm_after_restart, detect, reaction_reference, start_reaction
+from .collision import (FLOAT, REFLEX, REPORT, STOP, arm_after_restart, detect, in_contact, reaction_reference,
+                        start_reaction)
 from .computed_torque import braking_acceleration, scale_within_limits, tracking_acceleration
 from .flags import *  # noqa: F403  (the flags S_*, NS: tick.S_* for the tick's callers)
 from .momentum_observer import damped_least_squares, efforts_measured, observer_step
@@ -126,10 +127,11 @@ def float_fields(nb, nv, window, ncontrolled, nnz=1):
         ("pose_error", (6,)), ("stiffness", (6,)), ("target_wrench", (6,)), ("nullspace_stiffness", (nv,)),
         ("nullspace_damping", (nv,)), ("posture", (nv,)), ("J_task", (6, nv)), ("Lambda", (6, 6)),
         ("J_bar", (nv, 6)), ("M_factor", (nv, nv)), ("J_Minv", (6, nv)), ("work33", (2, 3, 3)), ("work6", (2, 6)),
-        # collision detection (collision.py): thresholds, float damping, the position at the collision,
-        # the retreat's direction, the residual at the last collision
+        # collision detection (collision.py): thresholds, float damping, the position at the collision
+        # (moved by a push the stop gives way to), the retreat's direction, the residual at the last
+        # collision, each joint's stop time
         ("lower_threshold", (nv,)), ("upper_threshold", (nv,)), ("float_damping", (nv,)), ("q_c", (nv,)),
-        ("v_c", (nv,)), ("retreat", (nv,)), ("collision_residual", (nv,)),
+        ("v_c", (nv,)), ("retreat", (nv,)), ("collision_residual", (nv,)), ("stop_times", (nv,)),
     ]
 
 
@@ -153,7 +155,7 @@ _I = field_indices(int_fields(1, 1))
  MAX_STEP, JOINT_RING, JOINT_SUM_YY, JOINT_SUM_YR, JOINT_GRADIENT, CONTROL_FRAME_R, CONTROL_FRAME_P, TARGET_R,
  TARGET_P, EQUILIBRIUM_R, EQUILIBRIUM_P, POSE_R, POSE_P, POSE_ERROR, STIFFNESS, TARGET_WRENCH, NULLSPACE_STIFFNESS,
  NULLSPACE_DAMPING, POSTURE, J_TASK, LAMBDA, J_BAR, M_FACTOR, J_MINV, WORK33, WORK6, LOWER_THRESHOLD,
- UPPER_THRESHOLD, FLOAT_DAMPING, Q_C, V_C, RETREAT, COLLISION_RESIDUAL) = range(len(_F))
+ UPPER_THRESHOLD, FLOAT_DAMPING, Q_C, V_C, RETREAT, COLLISION_RESIDUAL, STOP_TIMES) = range(len(_F))
 PARENTS, COLUMNS, PATH, CONTROLLED, DIMS, ROW_STARTS, CONTROL_BODY = range(len(_I))
 
 
@@ -422,8 +424,16 @@ def controller_tick(f, fo, ints, io):
         acceleration = a_r if s[S_MODE] == JOINT_MODE else field1(f, fo, ACCELERATION, nv)
         if detect(s, tau_ext, field1(f, fo, LOWER_THRESHOLD, nv), field1(f, fo, UPPER_THRESHOLD, nv), acceleration,
                   mask, field1(f, fo, COLLISION_RESIDUAL, nv)) and s[S_REACTION] != REPORT:
-            start_reaction(s, q, v, tau_ext, mask, field1(f, fo, Q_C, nv), field1(f, fo, V_C, nv),
-                           field1(f, fo, RETREAT, nv))
+            # the inertia at the collision, the rotors' with it: how fast each joint may stop
+            M = field2(f, fo, M_, nv, nv)
+            crba(parents, screw_axes, home_R, home_p, phi, q, R, p, field3(f, fo, OR, nb, 3, 3),
+                 field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6), field2(f, fo, PHI_COMPOSITE, nb, 10), F, M)
+            joint_terms = field2(f, fo, JOINT_TERMS, nb, 3)
+            for k in range(nv):
+                M[k, k] += joint_terms[k, ARMATURE]
+            start_reaction(s, q, v, tau_ext, mask, M, field1(f, fo, MAX_STEP, nv), field1(f, fo, EFFORT_LIMIT, nv),
+                           field1(f, fo, Q_C, nv), field1(f, fo, V_C, nv), field1(f, fo, RETREAT, nv),
+                           field1(f, fo, STOP_TIMES, nv))
 
     # 3. the torque. Held (stale joint states): g(q) or zero. Braking (fresh joint states): the
     #    computed torque of a_cmd = -brake_gain v. Reacting to a collision: stop or reflex, the
@@ -442,9 +452,12 @@ def controller_tick(f, fo, ints, io):
     else:
         floating = reacting and s[S_REACTION] == FLOAT
         if reacting and not floating:
-            reaction_reference(s[S_T] - s[S_COLLISION_TIME], s[S_STOP_TIME], s[S_REFLEX_DURATION],
-                               s[S_REFLEX_DISTANCE] if s[S_REACTION] == REFLEX else 0.0, field1(f, fo, Q_C, nv),
-                               field1(f, fo, V_C, nv), field1(f, fo, RETREAT, nv), q_r, v_r, a_r)
+            # giving way while the residual shows a push (collision.py)
+            pushed = s[S_ESTIMATE] != 0.0 and in_contact(s, tau_ext, field1(f, fo, LOWER_THRESHOLD, nv), a_r, mask)
+            reaction_reference(s[S_T] - s[S_COLLISION_TIME], field1(f, fo, STOP_TIMES, nv), s[S_REFLEX_DURATION],
+                               s[S_REFLEX_DISTANCE] if s[S_REACTION] == REFLEX else 0.0, q, pushed,
+                               field1(f, fo, Q_C, nv), field1(f, fo, V_C, nv), field1(f, fo, RETREAT, nv),
+                               q_r, v_r, a_r)
         a_cmd = field2(f, fo, SCRATCH, 4, nv)[1]
         if tracking and not floating:
             tracking_acceleration(q_r, v_r, a_r, q, v, field1(f, fo, KP, nv), field1(f, fo, KD, nv), a_cmd)

@@ -152,8 +152,9 @@ PARAMETERS = (
           "float: the rate [1/s] at which each joint's speed decays (the computed torque of -rate v), one or "
           "one per joint", 0.0, 500.0),
     Param("collision.stop_time", 0.2, "number", "live",
-          "stop and reflex: the time [s] to bring each joint from its speed at the collision to rest, on a smooth "
-          "deceleration (0: at once, a step of the torque)", 0.0, 2.0),
+          "stop and reflex: the longest time [s] to bring a joint from its speed at the collision to rest on a "
+          "smooth deceleration; each joint stops sooner where half its drives' torque-rate and effort limits "
+          "allow, and the stop gives way while the arm is pushed (0: at once, a step of the torque)", 0.0, 2.0),
     Param("collision.reflex.distance", 0.05, "number", "live", "reflex: the retreat [rad]", 0.0, 1.0),
     Param("collision.reflex.duration", 0.3, "number", "live", "reflex: its duration [s]", 0.01, 10.0),
 ) + (joint_term_parameters("model.", "the controller model's") + payload_parameters("model.payload.", "the controller's")
