@@ -72,8 +72,9 @@ def screw_exp_into(screw, theta, R, p):
 
 @njit(cache=True, inline='always')
 def compose_into(R1, p1, R2, p2, R, p):
-    """(R, p) = (R1, p1) * (R2, p2). Outputs must not alias the inputs. (R2 and p2 are read into
-    locals first: the compiler cannot tell that the stores to R do not change them.)"""
+    """(R, p) = (R1, p1) * (R2, p2). The outputs must not alias (R1, p1); they may be (R2, p2)
+    itself, which is read into locals first (which also lets the compiler keep it in registers: it
+    cannot tell that the stores to R leave R2 be)."""
     a00, a01, a02 = R2[0, 0], R2[0, 1], R2[0, 2]
     a10, a11, a12 = R2[1, 0], R2[1, 1], R2[1, 2]
     a20, a21, a22 = R2[2, 0], R2[2, 1], R2[2, 2]

@@ -34,8 +34,8 @@ from .constrained_dynamics import (FAILED, OK, _views, cross3, point_acceleratio
                                    solve_l_columns, tree_solve_columns)
 from .contact import add_force_torque_derivatives, motion_derivatives
 from .inputs import all_finite
-from .kinematics import support_path
 from .joint_terms import add_joint_derivatives
+from .kinematics import support_path
 from .packed import int_view, view
 from .rnea_derivatives import derivative_matrices, world_forces
 
