@@ -1,9 +1,9 @@
 """A safe stop, as `ros2 launch` stops the nodes: each node in its own process (`ros2 run`'s
 `python -m dyn_control.nodes.<node>` with autostart), ended by SIGINT.
 
-The simulator is stopped first, so that the controller's last joint state is the simulator's last
-/joint_states message (recorded here); then SIGINT to the controller must leave, as the last
-command on the command topic, the safe command at that state, g(q) clipped to the effort limits
+The simulator is stopped first, so that the controller's last joint state is one of the simulator's
+last /joint_states messages (recorded here); then SIGINT to the controller must leave, as the last
+command on the command topic, the safe command at that state exactly, g(q) clipped to the effort limits
 (Pinocchio; no velocity term: the robot holds this command), with exit code 0 and no traceback. A
 SIGINT during the first configure (the Numba kernels compiling into an empty cache) ends the process
 within seconds. A bringup whose controller was shut down from outside meanwhile ends without an
@@ -33,6 +33,7 @@ pytestmark = pytest.mark.ros
 
 URDF = dc.bundled_urdf("arm7")
 Q0 = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+LAST_STATES = 20    # the simulator's last 20 ms
 
 
 def start(kind, params, env=None):
@@ -80,7 +81,6 @@ def test_sigint_leaves_the_safe_command_and_exits_cleanly(tmp_path):
         draining.set()
         drainer.join()
         last.extend(iter(states.take, None))
-        last_state = last[-1]
         code, output = end(controller)
         time.sleep(0.2)
         received += [m.data for m in iter(commands.take, None)]
@@ -93,10 +93,16 @@ def test_sigint_leaves_the_safe_command_and_exits_cleanly(tmp_path):
     assert (code, sim_code) == (0, 0), output + sim_output
     assert "Traceback" not in output and "Traceback" not in sim_output, output + sim_output
     model = pin.buildModelFromUrdf(URDF)
-    q = np.array(last_state.position)
     limits = np.asarray(dc.load_urdf(URDF).effort_limit)
-    safe = np.clip(pin.computeGeneralizedGravity(model, model.createData(), q), -limits, limits)
-    np.testing.assert_allclose(received[-1], safe, rtol=1e-9, atol=1e-9)
+    # the controller's last state is one of the simulator's last few: a writer that leaves may take its
+    # final samples with it from a reader's queue (the controller's as this process's)
+    final = last[-LAST_STATES:]
+    safe = [np.clip(pin.computeGeneralizedGravity(model, model.createData(), np.array(m.position)), -limits, limits)
+            for m in final]
+    errors = [np.abs(received[-1] - g).max() for g in safe]
+    best = int(np.argmin(errors))
+    np.testing.assert_allclose(received[-1], safe[best], rtol=1e-9, atol=1e-9,
+                               err_msg=f"g(q) of the closest of the last {len(final)} joint states")
 
 
 def test_sigint_during_the_first_configure_ends_the_process_promptly(tmp_path):

@@ -1,6 +1,6 @@
 """Captures a closed loop's topics by polling (no executor, a few us per message): /joint_states,
 the controller's ~/desired and ~/wrench_estimate, the simulator's ~/applied_wrench, the DDS source
-timestamps of these and of the commands, and the latest /diagnostics of each node. Used by the demo's status
+timestamps of these and of the commands, and each node's /diagnostics (the latest, and all with their stamps). Used by the demo's status
 line, plot and summary, and by the tests. Messages are matched by their stamps: the controller
 stamps its outputs with the stamp of the joint state they were computed from.
 """
@@ -40,6 +40,7 @@ class Recorder:
         self._diagnostics = qos.PolledSubscription(node, DiagnosticArray, "/diagnostics", qos.recording(100))
         self.names = {}        # joint names of the JointState topics
         self.diagnostics = {}  # status name -> {key: value} of its latest /diagnostics message
+        self.diagnostics_history = {}  # status name -> [(stamp [ns], {key: value})] of all of them
         self.clear()
 
     def clear(self):
@@ -63,6 +64,7 @@ class Recorder:
         while (msg := self._diagnostics.take()) is not None:
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values}
+                self.diagnostics_history.setdefault(status.name, []).append((stamp_ns(msg.header.stamp), values))
                 if "ticks" in values or "ticks" not in self.diagnostics.get(status.name, {}):
                     self.diagnostics[status.name] = values   # the loop's figures outlive its deactivation
         return count
