@@ -12,6 +12,9 @@ The public names load on first use (PEP 562): a node process or the bringup that
 import importlib
 
 _PUBLIC = {
+    ".centroidal": ("center_of_mass", "centroidal_momentum_matrix", "jacobian_center_of_mass"),
+    ".configuration": ("difference", "difference_jacobians", "integrate", "integrate_jacobians", "neutral", "normalize",
+                       "random_configuration"),
     ".contact": ("Contact", "constrained_dynamics", "constrained_dynamics_derivatives", "impulse_dynamics",
                  "impulse_dynamics_derivatives"),
     ".derivatives": ("aba_batch", "aba_derivatives", "minverse", "regressor", "regressor_batch",

@@ -19,8 +19,9 @@ import numbers
 import numba
 import numpy as np
 
+from . import floating_base as _floating
 from .dynamics import (aba, as_real_array, checked_inputs, coupled_result, coupled_tree_state, crba, entry_call, fast,
-                       non_finite_error, strict)
+                       floating_base_error, floating_tree_state, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
 from .kernels import joint_terms as _joint
@@ -75,10 +76,10 @@ def regressor(model, data, q, v, a, joint_terms=False):
     return data.Y_full if joint_terms else data.Y
 
 
-def _rnea_derivatives_tree(model, data, q, v, a, f_ext):
+def _rnea_derivatives_tree(model, data, q, v, a, f_ext, base_accel=None):
     if not _rnea_derivatives.rnea_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
-            model._base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
+            model._base_accel if base_accel is None else base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
             data._deriv_vectors, data._tmp6, data._derivatives_tree):
         raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
     _joint.add_joint_derivatives(model._joint_terms, v, data._derivatives_tree[1], data._derivatives_tree[2])
@@ -90,8 +91,13 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     body's spatial force [n; f] in its own frame (constant in that frame)."""
     if f_ext is None and fast(_fast_rnea_derivatives, model, data, q, v, a):
         return data.dtau_dq, data.dtau_dv, data.dtau_da
-    q, v, a, forces = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    q, v, a, forces = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
     if f_ext is None and entry_call(_entry.rnea_derivatives, model, data, q, v, a):
+        return data.dtau_dq, data.dtau_dv, data.dtau_da
+    if model.root_joint is not None:
+        q_t, a_t = floating_tree_state(model, data, q, v, a, f_ext=forces)
+        _rnea_derivatives_tree(model, data, q_t, v, a_t, forces, data._base_accel)
+        _floating_derivatives(data, v, data._dtau_dq, data._dtau_dv, data._dtau_da[:, :6])
         return data.dtau_dq, data.dtau_dv, data.dtau_da
     G = model.coupling
     if G is None:
@@ -101,6 +107,13 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     for out, tree in zip((data._dtau_dq, data._dtau_dv, data._dtau_da), data._derivatives_tree):
         coupled_result(out, G.T @ tree @ G, q=q, v=v, a=a, f_ext=forces)
     return data.dtau_dq, data.dtau_dv, data.dtau_da
+
+
+def _floating_derivatives(data, v, dq, dv, M_base):
+    """The tree's d tau / dq, d tau / dv (in place) as the free flyer's (floating_base.py), with
+    M_base = M[:, :6]: the root's tangent columns of dq = M_base ad(a_g), dv[:, :6] -= M_base db/dnu."""
+    dq[:, :6] = M_base @ _floating.gravity_twist(data)
+    dv[:, :6] -= M_base @ _floating.bias_jacobian(v)
 
 
 def _singular_error(model, joint_index):
@@ -120,9 +133,11 @@ def minverse(model, data, q):
     -> data.Minv."""
     if fast(_fast_minverse, model, data, q):
         return data.Minv
-    q, = checked_inputs(model, data, q=q)
+    q, = checked_inputs(model, data, True, q=q)
     if entry_call(_entry.minverse, model, data, q):
         return data.Minv
+    if model.root_joint is not None:   # M does not depend on the root's pose
+        q = floating_tree_state(model, data, q)[0]
     if model.coupling is not None:
         coupled_result(data._Minv, _inverse_of(model, crba(model, data, q)), q=q)
         return data.Minv
@@ -143,10 +158,10 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     data.dtau_dq, data.dtau_dv the inverse-dynamics derivatives at that a."""
     if f_ext is None and fast(_fast_aba_derivatives, model, data, q, v, tau):
         return data.ddq_dq, data.ddq_dv, data.Minv
-    q, v, tau, forces = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
+    q, v, tau, forces = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
     if f_ext is None and entry_call(_entry.aba_derivatives, model, data, q, v, tau):
         return data.ddq_dq, data.ddq_dv, data.Minv
-    if model.coupling is not None:
+    if model.coupling is not None or model.root_joint is not None:
         ddq = aba(model, data, q, v, tau, forces)
         dtau_dq, dtau_dv, M = rnea_derivatives(model, data, q, v, ddq, forces)
         Minv = _inverse_of(model, M)

@@ -22,6 +22,7 @@ import threading
 import numba
 import numpy as np
 
+from . import floating_base as _floating
 from .kernels import aba as _aba
 from .kernels import coriolis as _coriolis
 from .kernels import crba as _crba
@@ -29,7 +30,7 @@ from .kernels import entry as _entry
 from .kernels import joint_terms as _joint
 from .kernels import kinematics as _kin
 from .kernels import rnea as _rnea
-from .model import Data, Model, as_real_array
+from .model import FREE_FLYER_DOFS, Data, Model, as_real_array
 
 _F64 = np.dtype(np.float64)
 _OK = _entry.OK    # the fast paths' status test, without a module attribute lookup (~20 ns)
@@ -155,7 +156,13 @@ def non_finite_error(**arrays):
                       f"inputs {', '.join(named)} (largest {largest})")
 
 
-def check_model_data(model, data):
+FLOATING_BASE_FUNCTIONS = ("rnea", "nonlinear_effects", "gravity", "crba", "aba", "forward_kinematics",
+                           "frame_pose", "jacobian", "rnea_derivatives", "aba_derivatives", "minverse")
+
+
+def check_model_data(model, data, floating_base=False):
+    """A ValueError unless model is a Model and data its Data; a floating-base model only where the
+    caller takes one (floating_base=True)."""
     try:
         matches = isinstance(data, Data) and data.nbodies == model.nbodies and data.nv == model.nv
     except AttributeError:  # model is not a Model
@@ -164,31 +171,55 @@ def check_model_data(model, data):
         if not isinstance(model, Model):
             raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
         raise ValueError("data must come from model.create_data() of this model")
+    if model.root_joint is not None and not floating_base:
+        raise floating_base_error(model)
+
+
+def floating_base_error(model):
+    return ValueError(f"this function does not take a model with a floating base yet (robot {model.name!r}, "
+                      f"root_joint {model.root_joint!r}); those that do: {', '.join(FLOATING_BASE_FUNCTIONS)}")
 
 
 def external_forces(model, data, f_ext):
     if f_ext is None:
         return data._f_ext_zero
-    return as_finite_array("f_ext", f_ext, (model.nbodies, 6))
+    forces = as_finite_array("f_ext", f_ext, (model.nbodies, 6))
+    if model.root_joint is not None and np.any(forces[:FREE_FLYER_DOFS - 1]):
+        raise ValueError(f"f_ext rows 0-{FREE_FLYER_DOFS - 2} are the free flyer's massless bodies "
+                         f"({', '.join(model.body_names[:FREE_FLYER_DOFS - 1])}) and must be zero: a force on the "
+                         f"root link {model.body_names[FREE_FLYER_DOFS - 1]!r} goes in row {FREE_FLYER_DOFS - 1}")
+    return forces
 
 
-def checked_inputs(model, data, **inputs):
-    """The checked path's opening of a public function: model and data of one robot, then each input
-    in the order given, a joint vector (nv,) named by its argument (as_vector), but `f_ext`: the
-    external forces (external_forces: data's zeros for None). A ValueError names what is wrong."""
-    check_model_data(model, data)
-    nv = model.nv
-    return tuple(external_forces(model, data, x) if name == "f_ext" else as_vector(name, x, nv)
+def checked_inputs(model, data, floating_base=False, **inputs):
+    """The checked path's opening of a public function: model and data of one robot (floating_base:
+    the function takes a floating-base model), then each input in the order given, a joint vector
+    (nv,) named by its argument (as_vector), but `q` (nq,) and `f_ext`: the external forces
+    (external_forces: data's zeros for None). A ValueError names what is wrong."""
+    check_model_data(model, data, floating_base)
+    sizes = {"q": model.nq}
+    return tuple(external_forces(model, data, x) if name == "f_ext" else as_vector(name, x, sizes.get(name, model.nv))
                  for name, x in inputs.items())
+
+
+def floating_tree_state(model, data, q, v=None, a=None, **others):
+    """The tree's inputs of a free-flyer model (floating_base.tree_state): (q_tree, a_tree or None);
+    a ValueError naming the inputs (others too) unless all are finite, or a non-unit quaternion."""
+    inputs = {name: x for name, x in (("q", q), ("v", v), ("a", a)) if x is not None}
+    inputs.update(others)
+    if not all(np.all(np.isfinite(x)) for x in inputs.values()):
+        raise non_finite_error(**inputs)
+    return _floating.tree_state(model, data, q, v, a)
 
 
 # ----------------------------------------------------------------------------------------------
 # Tree-level calls: arguments already checked, tree coordinates, outputs in data.
 
 
-def rnea_tree(model, data, q, v, a, f_ext, tau):
+def rnea_tree(model, data, q, v, a, f_ext, tau, base_accel=None):
+    base_accel = model._base_accel if base_accel is None else base_accel
     if not _rnea.rnea(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q,
-                      v, a, model._base_accel, f_ext, data._R, data._p, data._V, data._Vdot, data._F,
+                      v, a, base_accel, f_ext, data._R, data._p, data._V, data._Vdot, data._F,
                       data._tmp6, tau) or not _joint.add_joint_torque(model._joint_terms, v, a, tau):
         raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
     return tau
@@ -236,9 +267,13 @@ def rnea(model, data, q, v, a, f_ext=None):
     f_ext: None or (nbodies, 6), the spatial force [n; f] on each body, in the body's frame."""
     if fast(_fast_rnea, model, data, q, v, a) if f_ext is None else fast(_fast_rnea_ext, model, data, q, v, a, f_ext):
         return data.tau
-    q, v, a, forces = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    q, v, a, forces = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
     if (entry_call(_entry.rnea, model, data, q, v, a) if f_ext is None
             else entry_call(_entry.rnea_ext, model, data, q, v, a, forces)):
+        return data.tau
+    if model.root_joint is not None:
+        q_t, a_t = floating_tree_state(model, data, q, v, a, f_ext=forces)
+        rnea_tree(model, data, q_t, v, a_t, forces, data._tau, data._base_accel)
         return data.tau
     if model.coupling is None:
         rnea_tree(model, data, q, v, a, forces, data._tau)  # names the error, or a LargeData
@@ -253,7 +288,7 @@ def nonlinear_effects(model, data, q, v):
     """rnea(q, v, 0) = C(q, v) v + g(q) + F_v v + F_c sgn_s(v)  -> data.nle (nv,)."""
     if fast(_fast_nonlinear_effects, model, data, q, v):
         return data.nle
-    q, v = checked_inputs(model, data, q=q, v=v)
+    q, v = checked_inputs(model, data, True, q=q, v=v)
     if not entry_call(_entry.nonlinear_effects, model, data, q, v):
         data._nle[:] = rnea(model, data, q, v, data._zero)
     return data.nle
@@ -263,7 +298,7 @@ def gravity(model, data, q):
     """Generalized gravity g(q)  -> data.g (nv,)."""
     if fast(_fast_gravity, model, data, q):
         return data.g
-    q, = checked_inputs(model, data, q=q)
+    q, = checked_inputs(model, data, True, q=q)
     if not entry_call(_entry.gravity, model, data, q):
         data._g[:] = rnea(model, data, q, data._zero, data._zero)
     return data.g
@@ -273,8 +308,11 @@ def crba(model, data, q):
     """Joint-space inertia matrix M(q) + diag(I_a) (rotors included), full symmetric  -> data.M (nv, nv)."""
     if fast(_fast_crba, model, data, q):
         return data.M
-    q, = checked_inputs(model, data, q=q)
+    q, = checked_inputs(model, data, True, q=q)
     if entry_call(_entry.crba, model, data, q):
+        return data.M
+    if model.root_joint is not None:   # M does not depend on the root's pose
+        crba_tree(model, data, floating_tree_state(model, data, q)[0], data._M)
         return data.M
     G = model.coupling
     if G is None:
@@ -290,13 +328,18 @@ def aba(model, data, q, v, tau, f_ext=None):
     + sum_i J_i^T f_ext_i)  -> data.ddq."""
     if fast(_fast_aba, model, data, q, v, tau) if f_ext is None else fast(_fast_aba_ext, model, data, q, v, tau, f_ext):
         return data.ddq
-    q, v, tau, forces = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
+    q, v, tau, forces = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
     try:
         if (entry_call(_entry.aba, model, data, q, v, tau) if f_ext is None
                 else entry_call(_entry.aba_ext, model, data, q, v, tau, forces)):
             return data.ddq
     except ZeroDivisionError:
         raise singular_inertia_error(model, data) from None
+    base_accel = model._base_accel
+    q_t = q
+    if model.root_joint is not None:
+        q_t = floating_tree_state(model, data, q, v, tau=tau, f_ext=forces)[0]
+        base_accel = data._base_accel
     if model.coupling is not None:
         # coupled joints: no articulated-body recursion; solve with the reduced M instead
         bias = rnea(model, data, q, v, np.zeros(model.nv), forces).copy()
@@ -305,13 +348,15 @@ def aba(model, data, q, v, tau, f_ext=None):
         return data.ddq
     try:
         finite = _aba.aba(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
-                          model._joint_terms, q, v, tau, model._base_accel, forces, data._R, data._p, data._oR,
+                          model._joint_terms, q_t, v, tau, base_accel, forces, data._R, data._p, data._oR,
                           data._op, data._oS, data._oV, data._phi_world, data._c, data._IA, data._pA, data._U,
                           data._D, data._u, data._oA, data._tmp6, data._ddq)
     except ZeroDivisionError:
         raise singular_inertia_error(model, data) from None
     if not finite:
         raise non_finite_error(q=q, v=v, tau=tau, f_ext=forces)
+    if model.root_joint is not None:
+        _floating.add_bias(v, data._ddq, data._tmp6[0])
     return data.ddq
 
 
@@ -350,7 +395,9 @@ def coriolis_matrix(model, data, q, v):
 
 def _tree_q(model, data, q):
     """(q checked, q in tree coordinates)."""
-    q = as_vector("q", q, model.nv)
+    q = as_vector("q", q, model.nq)
+    if model.root_joint is not None:
+        return q, floating_tree_state(model, data, q)[0]
     if model.coupling is None:
         return q, q
     return q, coupled_tree_state(model, data, q)[0]
@@ -363,15 +410,17 @@ def forward_kinematics(model, data, q):
             return data.frame_poses
     except _FAST_REFUSED:
         pass
-    check_model_data(model, data)
+    check_model_data(model, data, True)
     q, q_t = _tree_q(model, data, q)
-    if (model.coupling is None and len(data.frame_poses) == len(model.frame_names)
+    if (model.coupling is None and model.root_joint is None and len(data.frame_poses) == len(model.frame_names)
             and compiled_call(_entry.forward_kinematics, model._buf, data._buf, q) == _OK):
         return data.frame_poses
     if not _kin.forward_kinematics(model._parents, model._screw_axes, model._home_R, model._home_p,
                                    model._frame_body, model._frame_R, model._frame_p, q_t, data._R,
                                    data._p, data._oR, data._op, data._frame_poses):
         raise non_finite_error(q=q)
+    if model.root_joint is not None:
+        _floating.world_frames(data, data._frame_poses)
     return data.frame_poses
 
 
@@ -391,7 +440,7 @@ def jacobian(model, data, q, frame, reference="world"):
             return data.J
     except (*_FAST_REFUSED, KeyError):
         pass
-    check_model_data(model, data)
+    check_model_data(model, data, True)
     f = model.frame_id(frame)
     try:
         code = _REFERENCES[reference]
@@ -399,7 +448,7 @@ def jacobian(model, data, q, frame, reference="world"):
         raise ValueError(f"reference must be one of {', '.join(_REFERENCES)}, got {reference!r}") from None
     q, q_t = _tree_q(model, data, q)
     G = model.coupling
-    if (G is None and len(data.frame_poses) == len(model.frame_names)
+    if (G is None and model.root_joint is None and len(data.frame_poses) == len(model.frame_names)
             and compiled_call(_entry.jacobian, model._buf, data._buf, q, f, code) == _OK):
         return data.J
     J = data._J if G is None else data._J_tree
@@ -409,4 +458,6 @@ def jacobian(model, data, q, frame, reference="world"):
         raise non_finite_error(q=q)
     if G is not None:
         coupled_result(data._J, J @ G, q=q)
+    if model.root_joint is not None:
+        _floating.world_jacobian(data, data._J, reference)
     return data.J

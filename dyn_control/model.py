@@ -9,7 +9,9 @@ and backward passes the other way. parent -1 is the fixed root link ("universe")
 
 Without mimic coupling the generalized coordinates are the joint angles/displacements one per
 body (nq = nv = nbodies). With `mimic=True` a mimic joint follows its leader,
-q_tree = coupling @ q + coupling_offset, and nq = nv < nbodies.
+q_tree = coupling @ q + coupling_offset, and nq = nv < nbodies. With a free-flyer root
+(root_joint "free_flyer", floating_base.py) the first six bodies are the free flyer's, nv = nbodies
+and nq = nv + 1 (its orientation is a quaternion).
 
 Besides the bodies' inertial parameters phi, every joint of the tree carries three joint terms
 (kernels/joint_terms.py), joint_terms[i] = [armature, viscous, coulomb]: the reflected rotor inertia
@@ -30,8 +32,17 @@ PRISMATIC = 1
 CONTINUOUS = 2
 JOINT_TYPE_NAMES = {REVOLUTE: "revolute", PRISMATIC: "prismatic", CONTINUOUS: "continuous"}
 
+FREE_FLYER = "free_flyer"   # a root joint (load_urdf's root_joint)
+FREE_FLYER_DOFS = 6         # its velocity coordinates, [w; v]
+FREE_FLYER_NAME = "root_joint"
+
 PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 JOINT_PARAMETER_NAMES = ("armature", "viscous", "coulomb")  # columns of Model.joint_terms
+
+
+def free_flyer_joint_names():
+    """The names of a free flyer's six coordinates of v, angular first (the first six joints)."""
+    return tuple(f"{FREE_FLYER_NAME}_{c}" for c in ("wx", "wy", "wz", "vx", "vy", "vz"))
 
 
 def as_real_array(name, x, expected):
@@ -120,8 +131,9 @@ class Model:
                  friction, frame_names, frame_body, frame_R, frame_p, root_name,
                  coupling=None, coupling_offset=None, mimic_of=None, link_geometry=None,
                  source_dir=None, gravity=(0.0, 0.0, -9.81), frame_aliases=None, warnings=(),
-                 joint_terms=None):
+                 joint_terms=None, root_joint=None):
         self.name = name
+        self.root_joint = root_joint    # None (fixed to the world) or FREE_FLYER
         self.warnings = tuple(warnings)  # load_urdf's doubts about the file, one message each
         self.root_name = root_name
         self.joint_names = tuple(joint_names)
@@ -156,26 +168,30 @@ class Model:
             self.coupling = None
             self.coupling_offset = None
             self.nv = self.nbodies
-            self.actuated_joints = self.joint_names
+            # a free flyer is not actuated: its coordinates come first (floating_base.py)
+            self.actuated_joints = self.joint_names[FREE_FLYER_DOFS if root_joint else 0:]
         else:
             self._coupling, self.coupling = _frozen(coupling)
             self._coupling_offset, self.coupling_offset = _frozen(coupling_offset)
             self.nv = self.coupling.shape[1]
             self.actuated_joints = tuple(n for n, m in zip(self.joint_names, self.mimic_of) if m is None)
-        self.nq = self.nv
+        self.nq = self.nv + (root_joint == FREE_FLYER)
         self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
         # a joint name also names its child link's frame (fixed joints through frame_aliases)
         self.frame_aliases = dict(frame_aliases or {})
         self.frame_aliases.update(zip(self.joint_names, self.body_names))
         for alias, frame in self.frame_aliases.items():
-            self._frame_index.setdefault(alias, self._frame_index[frame])
+            if frame in self._frame_index:  # not the free flyer's massless bodies
+                self._frame_index.setdefault(alias, self._frame_index[frame])
         self._pack()
 
     def _pack(self):
         """All arrays into one buffer `_buf` (kernels/entry.py: one argument for the whole model);
         the writable `_name` and read-only `name` attributes become views of it."""
         names = [n[1:] for n, x in vars(self).items() if n.startswith("_") and isinstance(x, np.ndarray)]
-        head = (self.nbodies, self.nv, len(self.frame_names), float(self.coupling is not None))
+        # the entry kernels take plain trees only: mimic coupling or a free flyer goes the checked way
+        head = (self.nbodies, self.nv, len(self.frame_names),
+                float(self.coupling is not None or self.root_joint is not None))
         self._buf, copies = pack_arrays({n: getattr(self, "_" + n) for n in names}, MODEL_FIELDS, head)
         for name, copy in copies.items():
             view = copy.view()
@@ -185,8 +201,9 @@ class Model:
         self.armature, self.viscous_friction, self.coulomb_friction = self.joint_terms.T
 
     def __repr__(self):
-        return (f"Model({self.name!r}: {self.nbodies} moving bodies, nq = nv = {self.nv}, "
-                f"{len(self.frame_names)} frames, root {self.root_name!r})")
+        root = f"free-flyer root {self.root_name!r}" if self.root_joint else f"root {self.root_name!r}"
+        return (f"Model({self.name!r}: {self.nbodies} moving bodies, nq = {self.nq}, nv = {self.nv}, "
+                f"{len(self.frame_names)} frames, {root})")
 
     def create_data(self):
         """The buffers of every kernel for this model (see Data; LargeData above LAZY_BODIES bodies)."""
@@ -271,6 +288,9 @@ class Model:
                                                ("coulomb", coulomb))):
             if value is not None:
                 terms[:, column] = self._per_joint(name, value)
+        if self.root_joint is not None and np.any(terms[:FREE_FLYER_DOFS]):
+            raise ValueError(f"joint terms act on the actuated joints only: the free flyer's coordinates "
+                             f"{', '.join(self.joint_names[:FREE_FLYER_DOFS])} must have zero {', '.join(JOINT_PARAMETER_NAMES)}")
         return self._replace(joint_terms=terms)
 
     def _per_joint(self, name, value):
@@ -334,9 +354,12 @@ class Model:
         return float(self.phi[:, 0].sum())
 
     def neutral_configuration(self):
-        """Zeros, moved inside the joint limits where zero is outside them."""
+        """Zeros, moved inside the joint limits where zero is outside them; a free flyer at the
+        world's origin with the identity orientation (floating_base.py)."""
         q = np.zeros(self.nbodies)
         q = np.clip(q, self.lower, self.upper)
+        if self.root_joint is not None:
+            return np.concatenate([np.zeros(3), [0.0, 0.0, 0.0, 1.0], q[FREE_FLYER_DOFS:]])
         if self.coupling is None:
             return q
         return q[[self.joint_names.index(n) for n in self.actuated_joints]]
@@ -352,7 +375,8 @@ class Model:
             frame_p=self.frame_p, root_name=self.root_name, coupling=self.coupling,
             coupling_offset=self.coupling_offset, mimic_of=self.mimic_of,
             link_geometry=self.link_geometry, source_dir=self.source_dir, gravity=self.gravity,
-            frame_aliases=self.frame_aliases, warnings=self.warnings, joint_terms=self.joint_terms)
+            frame_aliases=self.frame_aliases, warnings=self.warnings, joint_terms=self.joint_terms,
+            root_joint=self.root_joint)
         fields.update(changes)
         return Model(**fields)
 
@@ -432,6 +456,10 @@ class Data:
         self.v_tree = np.zeros(nb)             # joint velocities of the tree
         self.a_tree = np.zeros(nb)             # joint accelerations of the tree
         self.tau_tree = np.zeros(nb)           # joint efforts of the tree
+        # a free flyer's pose in the world and the base acceleration [0; -R^T g] (floating_base.py)
+        self.base_R = np.zeros((3, 3))
+        self.base_p = np.zeros(3)
+        self.base_accel = np.zeros(6)
         # kinematics
         self.R = np.zeros((nb, 3, 3))          # rotation of T_{parent,i}(q)
         self.p = np.zeros((nb, 3))             # translation of T_{parent,i}(q)
@@ -443,6 +471,11 @@ class Data:
         self.F = np.zeros((nb, 6))             # force transmitted by joint i, body frame
         self.f_ext_zero = np.zeros((nb, 6))    # stands in for f_ext=None
         self.tmp6 = np.zeros((4, 6))           # scratch 6-vectors
+        # centre of mass and centroidal momentum (centroidal.py)
+        self.com = np.zeros(3)                 # centre of mass, world frame
+        self.J_com = np.zeros((3, nv))         # its Jacobian
+        self.J_com_tree = np.zeros((3, nb)) if self.coupled else self.J_com
+        self.A_g = np.zeros((6, nv))           # centroidal momentum matrix [angular; linear]
         # inverse dynamics outputs
         self.tau = np.zeros(nv)                # rnea
         self.nle = np.zeros(nv)                # C(q, v) v + g(q)

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .model import CONTINUOUS, PRISMATIC, REVOLUTE, Model
+from .model import CONTINUOUS, FREE_FLYER, PRISMATIC, REVOLUTE, Model, free_flyer_joint_names
 from .spatial import phi_to_parent_add
 
 
@@ -67,7 +67,7 @@ class _Joint(NamedTuple):
     mimic: tuple = None  # (leader joint, multiplier, offset)
 
 
-def load_urdf(source, package_dirs=None, mimic=False, *, strict=False):
+def load_urdf(source, package_dirs=None, mimic=False, *, strict=False, root_joint=None):
     """Build a Model from a URDF given as a file path, an XML string or bytes.
 
     package_dirs: folders searched for `package://` URIs (before the ament index and
@@ -75,7 +75,11 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False):
     True makes each follow its leader, q = multiplier * q_leader + offset. strict: False loads a
     physically doubtful file and lists the doubts in `model.warnings` (a tuple of messages, each
     naming its link or joint); True raises URDFError with the first doubt's message instead.
+    root_joint: None fixes the root link to the world; "free_flyer" makes it a free body
+    (Pinocchio's JointModelFreeFlyer; floating_base.py: its coordinates and what the model holds).
     """
+    if root_joint not in (None, FREE_FLYER):
+        raise ValueError(f"root_joint must be None or {FREE_FLYER!r}, got {root_joint!r}")
     xml_bytes, source_dir = _read_source(source)
     if isinstance(package_dirs, (str, os.PathLike)):
         package_dirs = [package_dirs]
@@ -100,7 +104,7 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False):
         raise URDFError(f"robot {name!r} has no <link>")
     joints = [_read_joint(element, doubt) for element in robot.findall("joint")]
     root, children = _topology(links, joints)
-    tree = _Tree(links, root, children)
+    tree = _Tree(links, root, children, free_flyer=root_joint == FREE_FLYER)
     unreached = [link for link in links if link not in tree.parent_joint]
     if unreached:
         raise URDFError(f"links {', '.join(unreached)} are not connected to the root link "
@@ -117,7 +121,7 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False):
     moving = set(tree.joint_names)
     joint_by_name = {j.name: j for j in joints}
     for k, joint_name in enumerate(tree.joint_names):
-        m = joint_by_name[joint_name].mimic
+        m = joint_by_name[joint_name].mimic if joint_name in joint_by_name else None  # not the free flyer's
         if m is not None:
             if m[0] not in moving:
                 if not mimic:  # independent joints: a dangling <mimic> is only a comment
@@ -125,6 +129,8 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False):
                 raise URDFError(f"joint {joint_name!r} mimics {m[0]!r}, which is not a moving joint")
             mimic_of[k] = m
     if mimic and any(mimic_of):
+        if root_joint is not None:
+            raise ValueError("mimic=True with a root_joint: mimic coupling is for fixed-base models only")
         coupling, coupling_offset = _mimic_coupling(tree.joint_names, mimic_of)
     return Model(
         name=name, root_name=root, joint_names=tree.joint_names,
@@ -138,7 +144,7 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False):
         frame_p=np.reshape(tree.frame_p, (-1, 3)), coupling=coupling,
         coupling_offset=coupling_offset, mimic_of=[m[0] if m else None for m in mimic_of],
         link_geometry=tree.geometry, source_dir=source_dir, frame_aliases=tree.fixed_joint_frames,
-        warnings=warnings)
+        warnings=warnings, root_joint=root_joint)
 
 
 def _read_source(source):
@@ -368,7 +374,7 @@ def _topology(links, joints):
 class _Tree:
     """The flat arrays of a Model, filled depth-first (pre-order) from the root link."""
 
-    def __init__(self, links, root, children):
+    def __init__(self, links, root, children, free_flyer=False):
         self.links = links
         self.parent_joint = {root: None}  # reached link -> the joint whose child it is
         self.joint_names, self.body_names, self.joint_types, self.parents = [], [], [], []
@@ -378,10 +384,11 @@ class _Tree:
         self.frame_names, self.frame_body, self.frame_R, self.frame_p = [], [], [], []
         self.geometry = {}
         self.fixed_joint_frames = {}  # fixed joint name -> its child link (the joint's frame)
-        self._add_link(root, -1, np.eye(3), np.zeros(3))
+        root_body = self._add_free_flyer(root) if free_flyer else -1
+        self._add_link(root, root_body, np.eye(3), np.zeros(3))
         # a joint waits on the stack with its parent link's body and pose; popped, it numbers its
         # body after everything before it in pre-order, and pushes its child link's joints
-        stack = [(joint, -1, np.eye(3), np.zeros(3)) for joint in reversed(children[root])]
+        stack = [(joint, root_body, np.eye(3), np.zeros(3)) for joint in reversed(children[root])]
         while stack:
             joint, body, R_link, p_link = stack.pop()
             R, p = R_link @ joint.R, R_link @ joint.p + p_link  # the joint's frame in body's frame
@@ -406,6 +413,24 @@ class _Tree:
         # inertia (bolt's feet), which counts as in Pinocchio
         if body >= 0 and np.any(link.phi != 0.0):
             phi_to_parent_add(R, p, link.phi, self.phi[body])
+
+    def _add_free_flyer(self, root):
+        """The free flyer's six bodies (floating_base.py): unit screws [w; v] at the root link's frame,
+        the last of them the root link; its index."""
+        for k, name in enumerate(free_flyer_joint_names()):
+            last = k == 5
+            self.joint_names.append(name)
+            self.body_names.append(root if last else name)
+            self.joint_types.append(REVOLUTE if k < 3 else PRISMATIC)
+            self.parents.append(k - 1)
+            self.screws.append(np.eye(6)[k])
+            self.home_R.append(np.eye(3))
+            self.home_p.append(np.zeros(3))
+            self.phi.append(np.zeros(10))
+            for limits, value in ((self.lower, -np.inf), (self.upper, np.inf), (self.velocity, np.inf),
+                                  (self.effort, np.inf), (self.damping, 0.0), (self.friction, 0.0)):
+                limits.append(value)
+        return 5
 
     def _add_body(self, joint, parent, R, p):
         """A body moved by `joint`, its frame at (R, p) in body `parent`'s frame; its index."""

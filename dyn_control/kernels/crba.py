@@ -15,17 +15,21 @@ def crba(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_comp
     is not (overflow)."""
     if not all_finite(q):
         return False
-    nb = q.shape[0]
+    composite_inertias(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_composite)
+    inertia_matrix(parents, oS, phi_composite, F, M)
+    return all_finite(M)
+
+
+@njit(cache=True, inline="always")
+def composite_inertias(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_composite):
+    """The body poses, each joint's screw oS_i and each composite inertia Ic_i (the body and everything
+    it carries, as inertial parameters phi_composite_i), in the root frame."""
     body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
-    for i in range(nb):
-        # joint screw and body inertia in the root frame
+    for i in range(q.shape[0]):
         motion_to_parent(oR[i], op[i], screw_axes[i], oS[i])
         phi_composite[i, :] = 0.0
         phi_to_parent_add(oR[i], op[i], phi[i], phi_composite[i])
-    # composite inertia Ic_i: the body and everything it carries
     subtree_sums(parents, phi_composite)
-    inertia_matrix(parents, oS, phi_composite, F, M)
-    return all_finite(M)
 
 
 @njit(cache=True, inline="always")

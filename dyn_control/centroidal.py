@@ -1,0 +1,58 @@
+"""Public API of the centre of mass, its Jacobian and the centroidal momentum matrix (Pinocchio's
+centerOfMass, jacobianCenterOfMass and ccrba), for fixed and floating bases (kernels/centroidal.py).
+
+World frame: the centre of mass c, J_com with dc/dt = J_com v, and A_g with h_g = A_g v the
+centroidal momentum [k; l], angular first (Pinocchio: linear first): the angular momentum about c
+and the linear momentum, in the world's axes. Results are read-only views of Data buffers.
+"""
+import numpy as np
+
+from .dynamics import _tree_q, check_model_data, coupled_result, non_finite_error
+from .kernels import centroidal as _centroidal
+
+
+def _compute(model, data, q):
+    """Runs the kernel on q (nq,): data.com, data.J_com and data.A_g."""
+    check_model_data(model, data, True)
+    q, q_t = _tree_q(model, data, q)
+    if not _centroidal.centroidal(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
+                                  q_t, data._R, data._p, data._oR, data._op, data._oS, data._phi_composite,
+                                  data._F, data._com, data._J_com_tree):
+        if not model.phi[:, 0].sum() > 0.0:
+            raise ValueError(f"robot {model.name!r} has no mass: its centre of mass is undefined")
+        raise non_finite_error(q=q)
+    c = data._com
+    momentum = data._F.T                           # [n; f] at the root's origin, per joint
+    A = momentum.copy()
+    A[:3] -= np.cross(c, momentum[3:], axis=0)     # about the centre of mass
+    J = data._J_com_tree
+    if model.root_joint is not None:               # the root link's frame -> the world's
+        R = data.base_R
+        c[:] = R @ c + data.base_p
+        J[:] = R @ J
+        A[:3], A[3:] = R @ A[:3], R @ A[3:]
+    G = model.coupling
+    if G is not None:
+        coupled_result(data._J_com, J @ G, q=q)
+        A = A @ G
+    data._A_g[:] = A
+
+
+def center_of_mass(model, data, q):
+    """The centre of mass (3,) in the world frame  -> data.com."""
+    _compute(model, data, q)
+    return data.com
+
+
+def jacobian_center_of_mass(model, data, q):
+    """J_com (3, nv), the centre of mass's velocity J_com v in the world frame  -> data.J_com
+    (data.com too)."""
+    _compute(model, data, q)
+    return data.J_com
+
+
+def centroidal_momentum_matrix(model, data, q):
+    """A_g (6, nv): A_g v = [k; l], the angular momentum about the centre of mass and the linear
+    momentum, world axes  -> data.A_g (data.com and data.J_com too)."""
+    _compute(model, data, q)
+    return data.A_g

@@ -1,0 +1,100 @@
+"""Floating-base models: a free-flyer root (`load_urdf(path, root_joint="free_flyer")`, Pinocchio's
+JointModelFreeFlyer).
+
+Coordinates (DESIGN.md): q = [p (3); quaternion (x, y, z, w); joints], the root link's position in
+the world and its orientation, nq = nv + 1; v = [w; v] the root link's spatial velocity in its own
+frame (angular first; Pinocchio orders it linear first), then the joints; tau likewise, [n; f] the
+wrench on the root link in its frame. Derivatives with respect to q are taken in the tangent space
+(nv columns) of configuration.integrate: the root's pose moves as T exp(dq[:6]).
+
+How the kernels compute them, unchanged: the model's first six bodies are a chain of 1-DoF joints
+with the unit screws e_0..e_5 ([w; v]) at the root link's frame, the first five massless and the
+sixth the root link itself (named after it; joint_names[:6] are root_joint_wx .. root_joint_vz, the
+coordinates of v). The kernels run at the chain's zero position, where every transform of the chain
+is the identity: the tree's root frame is the root link's frame, the chain's velocity is v[:6] and
+its Jacobian the identity; so the root's pose enters only through gravity, seen in the root link's
+frame as the base acceleration [0; -R^T g], and through the world poses of frames (T_root T_frame).
+The chain's acceleration carries the velocity product b(nu) of its joints (kernels/free_flyer.py):
+the tree is given a_tree = a - [b(nu); 0], and forward dynamics returns a = a_tree + [b(nu); 0]. The
+derivatives follow: d tau / d v = (the tree's) - M[:, :6] db/dnu; d tau / d q in the root's tangent
+directions is M[:, :6] ad(a_g) with a_g = [0; -R^T g] (only gravity sees the root's pose), and the
+joints' columns are the tree's.
+"""
+import numpy as np
+
+from .kernels import free_flyer as _ff
+from .model import FREE_FLYER_DOFS
+
+UNIT_TOLERANCE = 1e-9   # | |quaternion| - 1 | accepted in an input (normalize() fixes the rest)
+
+
+def check_quaternion(name, q):
+    """A ValueError unless q[3:7] (the root's orientation in a configuration q) is a unit quaternion."""
+    norm = float(np.linalg.norm(q[3:7]))
+    if not abs(norm - 1.0) <= UNIT_TOLERANCE:
+        raise ValueError(f"{name}[3:7], the free flyer's orientation (x, y, z, w), must be a unit quaternion, "
+                         f"got norm {norm!r}: normalize it first (dyn_control.normalize)")
+
+
+def tree_state(model, data, q, v=None, a=None):
+    """The tree's inputs for a free-flyer configuration q (nq,), finite and checked for shape:
+    data.base_R, base_p (the root's pose), base_accel ([0; -R^T g]) and q_tree; with a (and v),
+    a_tree = a - [b(v[:6]); 0]. Returns (q_tree, a_tree or None)."""
+    check_quaternion("q", q)
+    _ff.base_state(q, model._gravity, data._base_R, data._base_p, data._base_accel, data._q_tree)
+    if a is None:
+        return data._q_tree, None
+    a_tree = data._a_tree
+    _ff.bias_acceleration(v, a_tree)
+    a_tree[:FREE_FLYER_DOFS] = a[:FREE_FLYER_DOFS] - a_tree[:FREE_FLYER_DOFS]
+    a_tree[FREE_FLYER_DOFS:] = a[FREE_FLYER_DOFS:]
+    return data._q_tree, a_tree
+
+
+def add_bias(v, ddq, scratch):
+    """ddq[:6] += b(v[:6]): the tree's forward dynamics as the free flyer's acceleration."""
+    _ff.bias_acceleration(v, scratch)
+    ddq[:FREE_FLYER_DOFS] += scratch[:FREE_FLYER_DOFS]
+
+
+def gravity_twist(data):
+    """ad(a_g) (6, 6), a_g = [0; -R^T g] the base acceleration of gravity in the root link's frame."""
+    a = data.base_accel
+    X = np.zeros((6, 6))
+    X[:3, :3] = X[3:, 3:] = _skew(a[:3])
+    X[3:, :3] = _skew(a[3:])
+    return X
+
+
+def bias_jacobian(v):
+    """d b / d nu (6, 6) at nu = v[:6]."""
+    out = np.empty((6, 6))
+    _ff.bias_jacobian(v, out)
+    return out
+
+
+def world_frames(data, poses):
+    """poses (n, 4, 4) relative to the root link (the tree's root frame) -> in the world, in place."""
+    R, p = data.base_R, data.base_p
+    rotation = np.matmul(R, poses[:, :3, :3])
+    poses[:, :3, 3] = poses[:, :3, 3] @ R.T + p
+    poses[:, :3, :3] = rotation
+
+
+def world_jacobian(data, J, reference):
+    """A frame Jacobian J (6, nv) of the tree (root-link frame) -> the world's, in place, for
+    reference "world" (spatial velocity at the world's origin: Ad_T J) or "local_world_aligned"
+    (world axes: each half rotated by R); "local" is unchanged."""
+    if reference == "local":
+        return
+    R, p = data.base_R, data.base_p
+    angular = R @ J[:3]
+    linear = R @ J[3:]
+    if reference == "world":
+        linear += _skew(p) @ angular
+    J[:3] = angular
+    J[3:] = linear
+
+
+def _skew(w):
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])

@@ -1,0 +1,368 @@
+"""Floating-base models (root_joint "free_flyer") against Pinocchio's JointModelFreeFlyer on every
+example-robot-data URDF (legged robots, humanoids, and arms set free), against central differences
+on the manifold (through dc.integrate), and a falling free flyer against MuJoCo's free joint.
+
+Pinocchio orders a free flyer's velocity linear first: `ours` permutes its six coordinates (and
+the rows and columns of matrices) to ours, angular first. Every quantity agrees to 1e-9 relative to
+max(1, |reference|), forward dynamics with the tolerance grown by cond(M) / 1e7 beyond 1e7 (as in
+test_dynamics_pinocchio.py).
+"""
+import functools
+import os
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import dyn_control as dc
+from oracles import JIT_DISABLED, all_robot_urdfs, robot_urdf, swap_halves
+
+pytestmark = pytest.mark.kernels
+
+TOLERANCE = 1e-9
+ALL_URDFS = dict(all_robot_urdfs())
+JIT_OFF_ROBOTS = ("solo12", "talos_reduced")
+ROBOTS = [rel for rel in ALL_URDFS if not JIT_DISABLED or os.path.basename(rel)[:-5] in JIT_OFF_ROBOTS]
+N_STATES = 1 if JIT_DISABLED else 2
+ANGULAR_FIRST = [3, 4, 5, 0, 1, 2]
+
+
+def order(nv):
+    """Our velocity coordinates as indices into Pinocchio's."""
+    return np.r_[ANGULAR_FIRST, np.arange(6, nv)]
+
+
+def ours(x, rows=True, columns=False):
+    """A Pinocchio vector or matrix with the free flyer's coordinates in our order."""
+    x = np.asarray(x)
+    if rows:
+        x = x[order(x.shape[0])]
+    if columns:
+        x = x[:, order(x.shape[1])]
+    return x
+
+
+def assert_close(value, reference, what, amplification=1.0):
+    value, reference = np.asarray(value), np.asarray(reference)
+    assert value.shape == reference.shape, f"{what}: shape {value.shape} != {reference.shape}"
+    scale = max(1.0, float(np.abs(reference).max(initial=0.0)))
+    error = float(np.abs(value - reference).max(initial=0.0))
+    assert error <= TOLERANCE * amplification * scale, f"{what}: max error {error:.3e} (scale {scale:.3e})"
+
+
+class Robot:
+    """One URDF with a free-flyer root in both libraries, and random states (q, v, a, tau, f_ext)."""
+
+    def __init__(self, rel):
+        self.path = ALL_URDFS[rel]
+        self.skip_reason = None
+        try:
+            self.pin_model = pin.buildModelFromUrdf(self.path, pin.JointModelFreeFlyer())
+        except Exception as err:  # Pinocchio's own parse errors are plain exceptions
+            self.skip_reason = f"Pinocchio cannot load {rel}: {str(err).splitlines()[0]}"
+            return
+        self.pin_data = self.pin_model.createData()
+        self.model = dc.load_urdf(self.path, root_joint="free_flyer")
+        self.data = self.model.create_data()
+        rng = np.random.default_rng(sum(map(ord, rel)))
+        self.states = []
+        for _ in range(N_STATES):
+            q = dc.random_configuration(self.model, rng)
+            v, a, tau = rng.normal(size=(3, self.model.nv))
+            f_ext = rng.normal(size=(self.model.nbodies, 6))
+            f_ext[:5] = 0.0  # the free flyer's massless bodies
+            self.states.append((q, v, a, tau, f_ext))
+
+    def pin_q(self, q):
+        """Our q as Pinocchio's: (cos, sin) for continuous joints after the free flyer."""
+        out = list(q[:7])
+        for k, joint in enumerate(self.pin_model.joints[2:]):
+            angle = q[7 + k]
+            out += [np.cos(angle), np.sin(angle)] if joint.nq == 2 else [angle]
+        return np.array(out)
+
+    def pin_forces(self, f_ext):
+        return [pin.Force.Zero()] + [pin.Force(swap_halves(f)) for f in f_ext[5:]]
+
+    def amplification(self, q):
+        M = dc.crba(self.model, self.data, q)
+        return max(1.0, np.linalg.cond(M) / 1e7)
+
+
+@functools.lru_cache(maxsize=None)
+def _robot(rel):
+    return Robot(rel)
+
+
+def robot(rel):
+    r = _robot(rel)
+    if r.skip_reason:
+        pytest.skip(r.skip_reason)
+    return r
+
+
+@pytest.mark.parametrize("rel", ROBOTS)
+def test_the_model_is_pinocchios(rel):
+    """The free flyer's six coordinates first (named root_joint_wx .. root_joint_vz), then the same
+    joints in the same order; the root link's inertia is the free flyer's body's."""
+    r = robot(rel)
+    m, pm = r.model, r.pin_model
+    continuous = sum(joint.nq == 2 for joint in pm.joints[2:])  # one angle here, (cos, sin) there
+    assert (m.nq + continuous, m.nv) == (pm.nq, pm.nv)
+    assert list(m.joint_names[6:]) == list(pm.names[2:])
+    assert m.actuated_joints == m.joint_names[6:]
+    assert m.body_names[5] == m.root_name
+    assert not np.any(m.phi[:5])
+    inertia = pm.inertias[1]
+    assert_close(m.phi[5, 0], inertia.mass, "root mass")
+    assert_close(m.phi[5, 1:4], inertia.mass * inertia.lever, "root first moment")
+    assert m.total_mass() == pytest.approx(sum(i.mass for i in pm.inertias[1:]), rel=1e-12, abs=1e-12)
+    np.testing.assert_array_equal(dc.neutral(m)[:7], pin.neutral(pm)[:7])
+
+
+@pytest.mark.parametrize("rel", ROBOTS)
+def test_dynamics(rel):
+    r = robot(rel)
+    m, d, pm, pd = r.model, r.data, r.pin_model, r.pin_data
+    for q, v, a, tau, f_ext in r.states:
+        back = np.argsort(order(m.nv))  # ours -> Pinocchio's order
+        pq, pv, pa, ptau = r.pin_q(q), v[back], a[back], tau[back]
+        assert_close(dc.rnea(m, d, q, v, a), ours(pin.rnea(pm, pd, pq, pv, pa)), "rnea")
+        assert_close(dc.rnea(m, d, q, v, a, f_ext), ours(pin.rnea(pm, pd, pq, pv, pa, r.pin_forces(f_ext))),
+                     "rnea with f_ext")
+        assert_close(dc.nonlinear_effects(m, d, q, v), ours(pin.nonLinearEffects(pm, pd, pq, pv)), "nle")
+        assert_close(dc.gravity(m, d, q), ours(pin.computeGeneralizedGravity(pm, pd, pq)), "gravity")
+        upper = np.triu(pin.crba(pm, pd, pq))
+        assert_close(dc.crba(m, d, q), ours(upper + np.triu(upper, 1).T, columns=True), "crba")
+        expected = pin.aba(pm, pd, pq, pv, ptau).copy()
+        if not np.all(np.isfinite(expected)):   # M(q) singular (massless links moved by a joint)
+            with pytest.raises(ValueError, match="M\\(q\\) is singular"):
+                dc.aba(m, d, q, v, tau)
+            continue
+        amplification = r.amplification(q)
+        assert_close(dc.aba(m, d, q, v, tau), ours(expected), "aba", amplification)
+        assert_close(dc.aba(m, d, q, v, tau, f_ext), ours(pin.aba(pm, pd, pq, pv, ptau, r.pin_forces(f_ext))),
+                     "aba with f_ext", amplification)
+        upper = np.triu(pin.computeMinverse(pm, pd, pq))
+        assert_close(dc.minverse(m, d, q), ours(upper + np.triu(upper, 1).T, columns=True), "minverse",
+                     amplification)
+
+
+@pytest.mark.parametrize("rel", ROBOTS)
+def test_kinematics(rel):
+    r = robot(rel)
+    m, d, pm, pd = r.model, r.data, r.pin_model, r.pin_data
+    references = {"world": pin.WORLD, "local": pin.LOCAL, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+    frames = [m.root_name, m.frame_names[len(m.frame_names) // 2], m.frame_names[-1]]
+    for q, *_ in r.states:
+        pq = r.pin_q(q)
+        pin.framesForwardKinematics(pm, pd, pq)
+        poses = dc.forward_kinematics(m, d, q)
+        for name, pose in zip(m.frame_names, poses):
+            assert_close(pose, pd.oMf[pm.getFrameId(name, pin.BODY)].homogeneous, f"pose of {name!r}")
+        for name in frames:
+            for reference, pin_reference in references.items():
+                expected = pin.computeFrameJacobian(pm, pd, pq, pm.getFrameId(name, pin.BODY), pin_reference)
+                assert_close(dc.jacobian(m, d, q, name, reference), ours(swap_halves(expected), False, True),
+                             f"jacobian of {name!r} ({reference})")
+
+
+@pytest.mark.parametrize("rel", ROBOTS)
+def test_derivatives(rel):
+    r = robot(rel)
+    m, d, pm, pd = r.model, r.data, r.pin_model, r.pin_data
+    back = np.argsort(order(m.nv))
+    for q, v, a, tau, f_ext in r.states:
+        pq, pv, pa, ptau = r.pin_q(q), v[back], a[back], tau[back]
+        pin.computeRNEADerivatives(pm, pd, pq, pv, pa, r.pin_forces(f_ext))
+        dq, dv, M = dc.rnea_derivatives(m, d, q, v, a, f_ext)
+        assert_close(dq, ours(pd.dtau_dq, columns=True), "dtau_dq")
+        assert_close(dv, ours(pd.dtau_dv, columns=True), "dtau_dv")
+        assert_close(M, ours(pd.M, columns=True), "dtau_da")
+        if not np.all(np.isfinite(pin.aba(pm, pd, pq, pv, ptau))):
+            continue
+        amplification = r.amplification(q)
+        pin.computeABADerivatives(pm, pd, pq, pv, ptau)
+        da_dq, da_dv, Minv = dc.aba_derivatives(m, d, q, v, tau)
+        assert_close(da_dq, ours(pd.ddq_dq, columns=True), "ddq_dq", amplification)
+        assert_close(da_dv, ours(pd.ddq_dv, columns=True), "ddq_dv", amplification)
+
+
+@pytest.mark.parametrize("rel", ROBOTS)
+@pytest.mark.parametrize("root_joint", [None, "free_flyer"])
+def test_centroidal(rel, root_joint):
+    """Centre of mass, its Jacobian and the centroidal momentum matrix, fixed and floating bases."""
+    r = robot(rel)
+    if root_joint is None:
+        pm = pin.buildModelFromUrdf(r.path)
+        if any(joint.nq == 2 for joint in pm.joints[1:]):
+            pytest.skip(f"{rel}: continuous joints (Pinocchio's (cos, sin)), compared with a free flyer only")
+        m = dc.load_urdf(r.path)
+        columns = np.arange(m.nv)
+    else:
+        pm, m, columns = r.pin_model, r.model, order(r.model.nv)
+    pd, d = pm.createData(), m.create_data()
+    rng = np.random.default_rng(7)
+    for _ in range(N_STATES):
+        q = dc.random_configuration(m, rng)
+        pq = r.pin_q(q) if root_joint else q
+        if m.total_mass() == 0.0:   # Pinocchio's centre of mass is then NaN
+            with pytest.raises(ValueError, match="has no mass: its centre of mass is undefined"):
+                dc.center_of_mass(m, d, q)
+            return
+        assert_close(dc.center_of_mass(m, d, q), pin.centerOfMass(pm, pd, pq), "center_of_mass")
+        assert_close(dc.jacobian_center_of_mass(m, d, q), pin.jacobianCenterOfMass(pm, pd, pq)[:, columns],
+                     "jacobian_center_of_mass")
+        pin.ccrba(pm, pd, pq, np.zeros(pm.nv))
+        assert_close(dc.centroidal_momentum_matrix(m, d, q), swap_halves(pd.Ag)[:, columns],
+                     "centroidal_momentum_matrix")
+
+
+@pytest.mark.parametrize("rel", ROBOTS)
+def test_configuration_space(rel):
+    """integrate, difference and their Jacobians against Pinocchio's (a quaternion and its negative
+    are one orientation; a continuous joint is one angle here, so its difference is not wrapped to
+    [-pi, pi] as Pinocchio's (cos, sin) pair is); difference undoes integrate for rotations below pi."""
+    r = robot(rel)
+    m, pm = r.model, r.pin_model
+    rng = np.random.default_rng(3)
+    for q, v, *_ in r.states:
+        back = np.argsort(order(m.nv))
+        pq, pv = r.pin_q(q), v[back]
+        q1 = dc.integrate(m, q, v)
+        expected = pin.integrate(pm, pq, pv)
+        sign = np.sign(q1[3:7] @ expected[3:7])
+        assert_close(np.r_[q1[:3], sign * q1[3:7]], expected[:7], "integrate")
+        small = v * min(1.0, 3.0 / np.linalg.norm(v[:3]))
+        assert_close(dc.difference(m, q, dc.integrate(m, q, small)), small, "difference of integrate")
+        q2 = dc.random_configuration(m, rng)
+        wrapped = dc.difference(m, q, q2)
+        continuous = 6 + np.flatnonzero([joint.nq == 2 for joint in pm.joints[2:]])
+        wrapped[continuous] = np.angle(np.exp(1j * wrapped[continuous]))
+        assert_close(wrapped, ours(pin.difference(pm, pq, r.pin_q(q2))), "difference")
+        d_q, d_v = dc.integrate_jacobians(m, q, v)
+        assert_close(d_q, ours(pin.dIntegrate(pm, pq, pv, pin.ARG0), columns=True), "integrate / dq")
+        assert_close(d_v, ours(pin.dIntegrate(pm, pq, pv, pin.ARG1), columns=True), "integrate / dv")
+        d_0, d_1 = dc.difference_jacobians(m, q, q2)
+        pq2 = r.pin_q(q2)
+        assert_close(d_0, ours(pin.dDifference(pm, pq, pq2, pin.ARG0), columns=True), "difference / dq0")
+        assert_close(d_1, ours(pin.dDifference(pm, pq, pq2, pin.ARG1), columns=True), "difference / dq1")
+
+
+def central_difference(f, model, q, eps=1e-6):
+    """d f / d q (tangent space) by central differences through dc.integrate."""
+    columns = []
+    for j in range(model.nv):
+        dv = np.zeros(model.nv)
+        dv[j] = eps
+        columns.append((np.array(f(dc.integrate(model, q, dv))) - np.array(f(dc.integrate(model, q, -dv)))) / (2 * eps))
+    return np.column_stack(columns)
+
+
+@pytest.mark.parametrize("name", ["solo12", "anymal", "talos_reduced"])
+def test_derivatives_by_central_differences_on_the_manifold(name):
+    """d/dq of rnea, aba, the com and a frame's position through integrate, 1e-6 relative; and the
+    integrate / difference Jacobians likewise."""
+    model = dc.load_urdf(robot_urdf(name), root_joint="free_flyer")
+    data = model.create_data()
+    rng = np.random.default_rng(11)
+    q = dc.random_configuration(model, rng)
+    v, a, tau = rng.normal(size=(3, model.nv))
+    f_ext = np.zeros((model.nbodies, 6))
+    f_ext[5:] = rng.normal(size=(model.nbodies - 5, 6))
+
+    def close(analytic, numeric, what):
+        scale = max(1.0, np.abs(numeric).max())
+        assert np.abs(analytic - numeric).max() <= 1e-6 * scale, f"{what}: {np.abs(analytic - numeric).max():.2e}"
+
+    dq = dc.rnea_derivatives(model, data, q, v, a, f_ext)[0].copy()
+    close(dq, central_difference(lambda x: dc.rnea(model, data, x, v, a, f_ext).copy(), model, q), "dtau_dq")
+    da_dq = dc.aba_derivatives(model, data, q, v, tau)[0].copy()
+    close(da_dq, central_difference(lambda x: dc.aba(model, data, x, v, tau).copy(), model, q), "ddq_dq")
+    J = dc.jacobian_center_of_mass(model, data, q).copy()
+    close(J, central_difference(lambda x: dc.center_of_mass(model, data, x).copy(), model, q), "J_com")
+    frame = model.frame_names[-1]
+    J = dc.jacobian(model, data, q, frame, "local_world_aligned")[3:].copy()
+    close(J, central_difference(lambda x: dc.frame_pose(model, data, x, frame)[:3, 3].copy(), model, q),
+          "jacobian (frame origin)")
+    d_q, d_v = dc.integrate_jacobians(model, q, v)
+    q1 = dc.integrate(model, q, v)
+    close(d_q, central_difference(lambda x: dc.difference(model, q1, dc.integrate(model, x, v)), model, q),
+          "integrate / dq")
+    eps = 1e-6
+    numeric = np.column_stack([(dc.difference(model, q1, dc.integrate(model, q, v + eps * e))
+                                - dc.difference(model, q1, dc.integrate(model, q, v - eps * e))) / (2 * eps)
+                               for e in np.eye(model.nv)])
+    close(d_v, numeric, "integrate / dv")
+
+
+FALLING_URDF = """<robot name="tumbler">
+  <link name="base"><inertial><origin xyz="0.05 -0.02 0.01" rpy="0.3 0.1 -0.2"/><mass value="3.0"/>
+    <inertia ixx="0.05" ixy="0.004" ixz="-0.002" iyy="0.08" iyz="0.003" izz="0.06"/></inertial></link>
+  <link name="arm"><inertial><origin xyz="0.2 0.0 0.05" rpy="0 0 0"/><mass value="1.2"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.015"/></inertial></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/>
+    <origin xyz="0.1 0.05 0.0" rpy="0 0.4 0"/><axis xyz="0 0.6 0.8"/>
+    <limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+</robot>"""
+
+FALLING_MJCF = """<mujoco><compiler angle="radian"/><option timestep="0.001" integrator="RK4"/>
+  <worldbody><body name="base"><freejoint/>
+    <inertial pos="0.05 -0.02 0.01" mass="3.0" fullinertia="{}"/>
+    <body name="arm" pos="0.1 0.05 0" euler="0 0.4 0">
+      <joint name="hinge" type="hinge" axis="0 0.6 0.8"/>
+      <inertial pos="0.2 0 0.05" mass="1.2" diaginertia="0.01 0.02 0.015"/>
+    </body></body></worldbody></mujoco>"""
+
+
+def test_a_falling_free_flyer_is_mujocos_free_joint():
+    """A two-body robot thrown tumbling: our aba against MuJoCo's free joint, qacc at random states
+    (MuJoCo's free velocity is [world linear velocity; body angular velocity], its quaternion w first)."""
+    model = dc.load_urdf(FALLING_URDF, root_joint="free_flyer")
+    data = model.create_data()
+    # the base's inertia about its centre of mass in the base's axes: R I R^T, R of the URDF's rpy
+    R = pin.rpy.rpyToMatrix(0.3, 0.1, -0.2)
+    inertia = R @ np.array([[0.05, 0.004, -0.002], [0.004, 0.08, 0.003], [-0.002, 0.003, 0.06]]) @ R.T
+    full = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2], inertia[1, 2]]
+    mj = mujoco.MjModel.from_xml_string(FALLING_MJCF.format(" ".join(f"{float(x)!r}" for x in full)))
+    mjd = mujoco.MjData(mj)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q = dc.random_configuration(model, rng)
+        v = rng.normal(size=model.nv) * 2.0
+        R = dc.frame_pose(model, data, q, "base")[:3, :3].copy()
+        mjd.qpos[:] = [*q[:3], q[6], *q[3:6], q[7]]
+        # our v: [w; R^T pdot] in the base frame; MuJoCo's: [pdot (world); w (base frame)]
+        mjd.qvel[:] = [*(R @ v[3:6]), *v[:3], v[6]]
+        mujoco.mj_forward(mj, mjd)
+        a = dc.aba(model, data, q, v, np.zeros(model.nv))
+        # MuJoCo's qacc = [pddot (world); wdot (base)], pddot = R (a_lin + w x v_lin)
+        expected = np.r_[mjd.qacc[3:6], R.T @ mjd.qacc[:3] - np.cross(v[:3], v[3:6]), mjd.qacc[6]]
+        np.testing.assert_allclose(a, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_what_a_floating_base_refuses():
+    path = robot_urdf("solo12")
+    model = dc.load_urdf(path, root_joint="free_flyer")
+    data = model.create_data()
+    q = dc.random_configuration(model, 1)
+    v = np.zeros(model.nv)
+    with pytest.raises(ValueError, match=r"q\[3:7\], the free flyer's orientation .* unit quaternion, got norm 1.99"):
+        dc.rnea(model, data, np.r_[q[:3], 2 * q[3:7], q[7:]], v, v)
+    np.testing.assert_allclose(dc.normalize(model, np.r_[q[:3], 2 * q[3:7], q[7:]]), q, rtol=1e-15)
+    with pytest.raises(ValueError, match=r"q must have shape \(19,\)"):
+        dc.rnea(model, data, q[:18], v, v)
+    f_ext = np.zeros((model.nbodies, 6))
+    f_ext[2, 4] = 1.0
+    with pytest.raises(ValueError, match="f_ext rows 0-4 are the free flyer's massless bodies"):
+        dc.rnea(model, data, q, v, v, f_ext)
+    with pytest.raises(ValueError, match="does not take a model with a floating base yet"):
+        dc.coriolis_matrix(model, data, q, v)
+    with pytest.raises(ValueError, match="joint terms act on the actuated joints only"):
+        model.with_joint_dynamics(viscous=0.1)
+    assert model.with_joint_dynamics(viscous=[0.0] * 6 + [0.1] * 12).viscous_friction[6:].tolist() == [0.1] * 12
+    with pytest.raises(ValueError, match="root_joint must be None or 'free_flyer'"):
+        dc.load_urdf(path, root_joint="planar")
+    with pytest.raises(ValueError, match="non-finite"):
+        dc.aba(model, data, np.r_[q[:7], np.nan, q[8:]], v, v)
