@@ -11,31 +11,25 @@ from .dynamics import _tree_q, check_model_data, coupled_result, non_finite_erro
 from .kernels import centroidal as _centroidal
 
 
+_IDENTITY, _ORIGIN = np.eye(3), np.zeros(3)   # a fixed base's root frame in the world
+
+
 def _compute(model, data, q):
     """Runs the kernel on q (nq,): data.com, data.J_com and data.A_g."""
     check_model_data(model, data, True)
     q, q_t = _tree_q(model, data, q)
-    if not _centroidal.centroidal(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
-                                  q_t, data._R, data._p, data._oR, data._op, data._oS, data._phi_composite,
-                                  data._F, data._com, data._J_com_tree):
+    floating = model.root_joint is not None
+    G = model.coupling
+    if not _centroidal.centroidal(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q_t,
+                                  data._base_R if floating else _IDENTITY, data._base_p if floating else _ORIGIN,
+                                  data._R, data._p, data._oR, data._op, data._oS, data._phi_composite, data._F,
+                                  data._com, data._J_com_tree, data._A_g_tree):
         if not model.phi[:, 0].sum() > 0.0:
             raise ValueError(f"robot {model.name!r} has no mass: its centre of mass is undefined")
         raise non_finite_error(q=q)
-    c = data._com
-    momentum = data._F.T                           # [n; f] at the root's origin, per joint
-    A = momentum.copy()
-    A[:3] -= np.cross(c, momentum[3:], axis=0)     # about the centre of mass
-    J = data._J_com_tree
-    if model.root_joint is not None:               # the root link's frame -> the world's
-        R = data.base_R
-        c[:] = R @ c + data.base_p
-        J[:] = R @ J
-        A[:3], A[3:] = R @ A[:3], R @ A[3:]
-    G = model.coupling
     if G is not None:
-        coupled_result(data._J_com, J @ G, q=q)
-        A = A @ G
-    data._A_g[:] = A
+        coupled_result(data._J_com, data._J_com_tree @ G, q=q)
+        coupled_result(data._A_g, data._A_g_tree @ G, q=q)
 
 
 def center_of_mass(model, data, q):

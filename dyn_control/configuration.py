@@ -19,10 +19,10 @@ import numpy as np
 import scipy.linalg
 
 from .floating_base import check_quaternion
+from .kernels import free_flyer as _ff
 from .model import FREE_FLYER_DOFS, Model, as_real_array
 from .spatial import Ad, ad
 
-_SERIES = 1e-4   # [rad] below this angle, the closed forms' series
 RANDOM_RANGE = 1e3  # joint limits beyond +-RANDOM_RANGE count as none in random_configuration
 
 
@@ -57,11 +57,11 @@ def _tangent(model, name, v):
 # SE(3) with unit quaternions (x, y, z, w)
 
 
-def _quaternion_product(a, b):
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+def _exp(xi):
+    """(quaternion, translation) of exp(xi), xi = [w; v] (kernels/free_flyer.py)."""
+    quaternion, translation = np.empty(4), np.empty(3)
+    _ff.exp_pose(np.ascontiguousarray(xi), quaternion, translation)
+    return quaternion, translation
 
 
 def _rotation(quaternion):
@@ -69,40 +69,6 @@ def _rotation(quaternion):
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
-def _skew(w):
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
-def _exp(xi):
-    """(quaternion, translation) of exp(xi), xi = [w; v]: exp([w]) as a unit quaternion, and V(w) v."""
-    w, v = xi[:3], xi[3:]
-    angle = float(np.linalg.norm(w))
-    half = 0.5 * angle
-    sinc_half = 0.5 - angle * angle / 48.0 if angle < _SERIES else np.sin(half) / angle  # sin(a/2) / a
-    quaternion = np.array([*(sinc_half * w), np.cos(half)])
-    W = _skew(w)
-    if angle < _SERIES:
-        b, c = 0.5 - angle * angle / 24.0, 1.0 / 6.0 - angle * angle / 120.0
-    else:
-        b, c = (1.0 - np.cos(angle)) / angle ** 2, (angle - np.sin(angle)) / angle ** 3
-    return quaternion, v + b * (W @ v) + c * (W @ (W @ v))
-
-
-def _log(quaternion, p):
-    """xi = [w; v] with exp(xi) the pose (quaternion, p); the rotation angle in [0, pi]."""
-    if quaternion[3] < 0.0:
-        quaternion = -quaternion      # the same rotation, with the angle in [0, pi]
-    s = float(np.linalg.norm(quaternion[:3]))
-    angle = 2.0 * np.arctan2(s, quaternion[3])
-    w = (2.0 / quaternion[3] * (1.0 - s * s / (3.0 * quaternion[3] ** 2)) if s < _SERIES else angle / s) * quaternion[:3]
-    W = _skew(w)
-    if angle < _SERIES:
-        d = 1.0 / 12.0 + angle * angle / 720.0
-    else:
-        d = (1.0 - angle * np.sin(angle) / (2.0 * (1.0 - np.cos(angle)))) / angle ** 2
-    return np.concatenate([w, p - 0.5 * (W @ p) + d * (W @ (W @ p))])
 
 
 def _right_jacobian(xi):
@@ -174,12 +140,8 @@ def integrate(model, q, v):
     q, v = _configuration(model, "q", q), _tangent(model, "v", v)
     if model.root_joint is None:
         return q + v
-    quaternion, p = _exp(v[:6])
     out = np.empty(model.nq)
-    out[:3] = q[:3] + _rotation(q[3:7]) @ p
-    out[3:7] = _quaternion_product(q[3:7], quaternion)
-    out[3:7] /= np.linalg.norm(out[3:7])
-    out[7:] = q[7:] + v[6:]
+    _ff.integrate(q, v, out, np.empty(7))
     return out
 
 
@@ -189,10 +151,9 @@ def difference(model, q0, q1):
     q0, q1 = _configuration(model, "q0", q0), _configuration(model, "q1", q1)
     if model.root_joint is None:
         return q1 - q0
-    conjugate = np.array([-q0[3], -q0[4], -q0[5], q0[6]])
-    relative = _quaternion_product(conjugate, q1[3:7])
-    p = _rotation(q0[3:7]).T @ (q1[:3] - q0[:3])
-    return np.concatenate([_log(relative, p), q1[7:] - q0[7:]])
+    out = np.empty(model.nv)
+    _ff.difference(q0, q1, out, np.empty(7))
+    return out
 
 
 def integrate_jacobians(model, q, v):

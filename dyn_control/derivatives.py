@@ -19,11 +19,11 @@ import numbers
 import numba
 import numpy as np
 
-from . import floating_base as _floating
 from .dynamics import (aba, as_real_array, checked_inputs, coupled_result, coupled_tree_state, crba, entry_call, fast,
-                       floating_base_error, floating_tree_state, non_finite_error, strict)
+                       floating_tree_state, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
+from .kernels import free_flyer as _ff
 from .kernels import joint_terms as _joint
 from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
@@ -97,7 +97,7 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     if model.root_joint is not None:
         q_t, a_t = floating_tree_state(model, data, q, v, a, f_ext=forces)
         _rnea_derivatives_tree(model, data, q_t, v, a_t, forces, data._base_accel)
-        _floating_derivatives(data, v, data._dtau_dq, data._dtau_dv, data._dtau_da[:, :6])
+        _ff.correct_derivatives(data._dtau_da, data._base_accel, v, data._dtau_dq, data._dtau_dv, data._tmp6)
         return data.dtau_dq, data.dtau_dv, data.dtau_da
     G = model.coupling
     if G is None:
@@ -107,13 +107,6 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     for out, tree in zip((data._dtau_dq, data._dtau_dv, data._dtau_da), data._derivatives_tree):
         coupled_result(out, G.T @ tree @ G, q=q, v=v, a=a, f_ext=forces)
     return data.dtau_dq, data.dtau_dv, data.dtau_da
-
-
-def _floating_derivatives(data, v, dq, dv, M_base):
-    """The tree's d tau / dq, d tau / dv (in place) as the free flyer's (floating_base.py), with
-    M_base = M[:, :6]: the root's tangent columns of dq = M_base ad(a_g), dv[:, :6] -= M_base db/dnu."""
-    dq[:, :6] = M_base @ _floating.gravity_twist(data)
-    dv[:, :6] -= M_base @ _floating.bias_jacobian(v)
 
 
 def _singular_error(model, joint_index):
@@ -161,7 +154,11 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     q, v, tau, forces = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
     if f_ext is None and entry_call(_entry.aba_derivatives, model, data, q, v, tau):
         return data.ddq_dq, data.ddq_dv, data.Minv
-    if model.coupling is not None or model.root_joint is not None:
+    base_accel, q_tree = model._base_accel, q
+    if model.root_joint is not None:
+        q_tree = floating_tree_state(model, data, q, v, tau=tau, f_ext=forces)[0]
+        base_accel = data._base_accel
+    elif model.coupling is not None:
         ddq = aba(model, data, q, v, tau, forces)
         dtau_dq, dtau_dv, M = rnea_derivatives(model, data, q, v, ddq, forces)
         Minv = _inverse_of(model, M)
@@ -172,13 +169,15 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
         return data.ddq_dq, data.ddq_dv, data.Minv
     status = _minverse.aba_derivatives(
         model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, model._joint_terms,
-        q, v, tau, model._base_accel, forces, data._R, data._p, data._oR, data._op, data._ophi_c,
+        q_tree, v, tau, base_accel, forces, data._R, data._p, data._oR, data._op, data._ophi_c,
         data._deriv_vectors, data._tmp6, data._Minv_IA, data._Minv_F, data._subtree_end, data._deriv_joint,
         data._ddq, data._derivatives_tree)
     if status != _minverse.OK:
         if status == _minverse.NON_FINITE:
             raise non_finite_error(q=q, v=v, tau=tau, f_ext=forces)
         raise _singular_error(model, status)
+    if model.root_joint is not None:
+        _ff.correct_forward_derivatives(data._base_accel, v, data._ddq, data._ddq_dq, data._ddq_dv, data._tmp6[0])
     return data.ddq_dq, data.ddq_dv, data.Minv
 
 

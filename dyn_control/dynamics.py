@@ -27,6 +27,8 @@ from .kernels import aba as _aba
 from .kernels import coriolis as _coriolis
 from .kernels import crba as _crba
 from .kernels import entry as _entry
+from .kernels import floating_entry as _floating_entry
+from .kernels import free_flyer as _ff
 from .kernels import joint_terms as _joint
 from .kernels import kinematics as _kin
 from .kernels import rnea as _rnea
@@ -93,6 +95,15 @@ _fast_aba_ext = strict(_entry.aba_ext)
 _fast_coriolis_matrix = strict(_entry.coriolis_matrix)
 _fast_forward_kinematics = strict(_entry.forward_kinematics)
 _fast_jacobian = strict(_entry.jacobian)
+# free-flyer models: each entry kernel's counterpart (kernels/floating_entry.py), compiled on first use
+FLOATING_ENTRY = {_entry.rnea: _floating_entry.rnea, _entry.rnea_ext: _floating_entry.rnea_ext,
+                  _entry.nonlinear_effects: _floating_entry.nonlinear_effects, _entry.gravity: _floating_entry.gravity,
+                  _entry.crba: _floating_entry.crba, _entry.aba: _floating_entry.aba, _entry.aba_ext: _floating_entry.aba_ext,
+                  _entry.forward_kinematics: _floating_entry.forward_kinematics, _entry.jacobian: _floating_entry.jacobian,
+                  _entry.minverse: _floating_entry.minverse, _entry.rnea_derivatives: _floating_entry.rnea_derivatives,
+                  _entry.aba_derivatives: _floating_entry.aba_derivatives}
+for _kernel in FLOATING_ENTRY.values():
+    strict(_kernel)
 # a fast call that gives way: argument types not compiled (TypeError; ValueError where Numba cannot
 # type an argument, such as an empty list), not a Model or Data (AttributeError), M(q) singular in ABA,
 # and another thread compiling the kernel's signature at that moment (compiled_call turns the
@@ -102,19 +113,25 @@ _FAST_REFUSED = (AttributeError, TypeError, ValueError, ZeroDivisionError, Runti
 
 
 def fast(kernel, model, data, *arrays):
-    """The fast path that opens a public function: True when the strict entry kernel computed the
-    result into data from the arrays as given; False, for a refusal of any kind (_FAST_REFUSED, or
-    the kernel's status), sends the call down the checked path, which names what is wrong."""
+    """The fast path that opens a public function: True when the strict entry kernel (or, for a
+    free-flyer model, its FLOATING_ENTRY counterpart) computed the result into data from the arrays
+    as given; False, for a refusal of any kind (_FAST_REFUSED, or the kernel's status), sends the
+    call down the checked path, which names what is wrong."""
     try:
+        if model.root_joint is not None:
+            kernel = FLOATING_ENTRY[kernel]
         return kernel(model._buf, data._buf, *arrays) == _OK
-    except _FAST_REFUSED:
+    except (*_FAST_REFUSED, KeyError):
         return False
 
 
 def entry_call(kernel, model, data, *arrays):
-    """The checked path's compiled call, on checked arrays: True when the entry kernel computed the
-    result (a tree without mimic coupling, finite inputs and result); the kernel compiles its one
-    signature on first use."""
+    """The checked path's compiled call, on checked arrays: True when the entry kernel (a free flyer's:
+    FLOATING_ENTRY) computed the result (no mimic coupling, finite inputs and result, a unit
+    quaternion); the kernel compiles its one signature on first use."""
+    if model.root_joint is not None:
+        kernel = FLOATING_ENTRY.get(kernel)
+        return kernel is not None and compiled_call(kernel, model._buf, data._buf, *arrays) == _OK
     return model.coupling is None and compiled_call(kernel, model._buf, data._buf, *arrays) == _OK
 
 
@@ -406,21 +423,21 @@ def _tree_q(model, data, q):
 def forward_kinematics(model, data, q):
     """World (root-frame) poses of all frames, (nframes, 4, 4) in model.frame_names order."""
     try:
-        if _fast_forward_kinematics(model._buf, data._buf, q) == _OK:
+        kernel = _fast_forward_kinematics if model.root_joint is None else _floating_entry.forward_kinematics
+        if kernel(model._buf, data._buf, q) == _OK:
             return data.frame_poses
     except _FAST_REFUSED:
         pass
     check_model_data(model, data, True)
     q, q_t = _tree_q(model, data, q)
-    if (model.coupling is None and model.root_joint is None and len(data.frame_poses) == len(model.frame_names)
-            and compiled_call(_entry.forward_kinematics, model._buf, data._buf, q) == _OK):
+    if len(data.frame_poses) == len(model.frame_names) and entry_call(_entry.forward_kinematics, model, data, q):
         return data.frame_poses
     if not _kin.forward_kinematics(model._parents, model._screw_axes, model._home_R, model._home_p,
                                    model._frame_body, model._frame_R, model._frame_p, q_t, data._R,
                                    data._p, data._oR, data._op, data._frame_poses):
         raise non_finite_error(q=q)
     if model.root_joint is not None:
-        _floating.world_frames(data, data._frame_poses)
+        _ff.world_poses(data._base_R, data._base_p, data._frame_poses)
     return data.frame_poses
 
 
@@ -436,7 +453,8 @@ def jacobian(model, data, q, frame, reference="world"):
     "local": twist in the frame's own axes; "local_world_aligned": angular velocity and the
     frame origin's linear velocity in the root frame's axes."""
     try:
-        if _fast_jacobian(model._buf, data._buf, q, model._frame_index[frame], _REFERENCES[reference]) == _OK:
+        kernel = _fast_jacobian if model.root_joint is None else _floating_entry.jacobian
+        if kernel(model._buf, data._buf, q, model._frame_index[frame], _REFERENCES[reference]) == _OK:
             return data.J
     except (*_FAST_REFUSED, KeyError):
         pass
@@ -448,8 +466,7 @@ def jacobian(model, data, q, frame, reference="world"):
         raise ValueError(f"reference must be one of {', '.join(_REFERENCES)}, got {reference!r}") from None
     q, q_t = _tree_q(model, data, q)
     G = model.coupling
-    if (G is None and model.root_joint is None and len(data.frame_poses) == len(model.frame_names)
-            and compiled_call(_entry.jacobian, model._buf, data._buf, q, f, code) == _OK):
+    if len(data.frame_poses) == len(model.frame_names) and entry_call(_entry.jacobian, model, data, q, f, code):
         return data.J
     J = data._J if G is None else data._J_tree
     if not _kin.frame_jacobian(model._parents, model._screw_axes, model._home_R, model._home_p, q_t,
@@ -459,5 +476,5 @@ def jacobian(model, data, q, frame, reference="world"):
     if G is not None:
         coupled_result(data._J, J @ G, q=q)
     if model.root_joint is not None:
-        _floating.world_jacobian(data, data._J, reference)
+        _ff.world_jacobian(data._base_R, data._base_p, code, data._J)
     return data.J

@@ -18,14 +18,13 @@ The chain's acceleration carries the velocity product b(nu) of its joints (kerne
 the tree is given a_tree = a - [b(nu); 0], and forward dynamics returns a = a_tree + [b(nu); 0]. The
 derivatives follow: d tau / d v = (the tree's) - M[:, :6] db/dnu; d tau / d q in the root's tangent
 directions is M[:, :6] ad(a_g) with a_g = [0; -R^T g] (only gravity sees the root's pose), and the
-joints' columns are the tree's.
+joints' columns are the tree's. The compiled entries: kernels/floating_entry.py.
 """
 import numpy as np
 
 from .kernels import free_flyer as _ff
+from .kernels.free_flyer import UNIT_TOLERANCE
 from .model import FREE_FLYER_DOFS
-
-UNIT_TOLERANCE = 1e-9   # | |quaternion| - 1 | accepted in an input (normalize() fixes the rest)
 
 
 def check_quaternion(name, q):
@@ -41,7 +40,7 @@ def tree_state(model, data, q, v=None, a=None):
     data.base_R, base_p (the root's pose), base_accel ([0; -R^T g]) and q_tree; with a (and v),
     a_tree = a - [b(v[:6]); 0]. Returns (q_tree, a_tree or None)."""
     check_quaternion("q", q)
-    _ff.base_state(q, model._gravity, data._base_R, data._base_p, data._base_accel, data._q_tree)
+    _ff.base_state(q, model._base_accel, data._base_R, data._base_p, data._base_accel, data._q_tree)
     if a is None:
         return data._q_tree, None
     a_tree = data._a_tree
@@ -55,46 +54,3 @@ def add_bias(v, ddq, scratch):
     """ddq[:6] += b(v[:6]): the tree's forward dynamics as the free flyer's acceleration."""
     _ff.bias_acceleration(v, scratch)
     ddq[:FREE_FLYER_DOFS] += scratch[:FREE_FLYER_DOFS]
-
-
-def gravity_twist(data):
-    """ad(a_g) (6, 6), a_g = [0; -R^T g] the base acceleration of gravity in the root link's frame."""
-    a = data.base_accel
-    X = np.zeros((6, 6))
-    X[:3, :3] = X[3:, 3:] = _skew(a[:3])
-    X[3:, :3] = _skew(a[3:])
-    return X
-
-
-def bias_jacobian(v):
-    """d b / d nu (6, 6) at nu = v[:6]."""
-    out = np.empty((6, 6))
-    _ff.bias_jacobian(v, out)
-    return out
-
-
-def world_frames(data, poses):
-    """poses (n, 4, 4) relative to the root link (the tree's root frame) -> in the world, in place."""
-    R, p = data.base_R, data.base_p
-    rotation = np.matmul(R, poses[:, :3, :3])
-    poses[:, :3, 3] = poses[:, :3, 3] @ R.T + p
-    poses[:, :3, :3] = rotation
-
-
-def world_jacobian(data, J, reference):
-    """A frame Jacobian J (6, nv) of the tree (root-link frame) -> the world's, in place, for
-    reference "world" (spatial velocity at the world's origin: Ad_T J) or "local_world_aligned"
-    (world axes: each half rotated by R); "local" is unchanged."""
-    if reference == "local":
-        return
-    R, p = data.base_R, data.base_p
-    angular = R @ J[:3]
-    linear = R @ J[3:]
-    if reference == "world":
-        linear += _skew(p) @ angular
-    J[:3] = angular
-    J[3:] = linear
-
-
-def _skew(w):
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])

@@ -62,14 +62,15 @@ def as_real_array(name, x, expected):
 
 # The packed buffers of a Model (model._buf) and a Data (data._buf), as the entry kernels read them
 # (kernels/entry.py): a header, then the start of each field in float64 slots.
-HEADER = 4          # nbodies, nv, nframes, coupled
+HEADER = 4          # nbodies, nv, nframes, tree kind (TREE, COUPLED or FLOATING)
+TREE, COUPLED, FLOATING = 0.0, 1.0, 2.0   # a plain tree, mimic coupling, a free-flyer root
 MODEL_FIELDS = ("parents", "screw_axes", "home_R", "home_p", "phi", "base_accel", "frame_body",
                 "frame_R", "frame_p", "joint_terms")
 DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g", "zero", "f_ext_zero",
                "M", "phi_composite", "oS", "oV", "phi_world", "c", "IA", "pA", "U", "D", "u", "oA", "ddq",
                "oPsi", "oIc", "oBc", "C", "support", "J", "frame_poses", "ophi_c",
                "deriv_vectors", "Minv_IA", "Minv_F", "subtree_end", "deriv_joint", "Minv",
-               "derivatives_tree", "Y", "Y_full")
+               "derivatives_tree", "Y", "Y_full", "q_tree", "a_tree", "base_R", "base_p", "base_accel")
 
 
 def pack_arrays(arrays, fields, head):
@@ -189,9 +190,8 @@ class Model:
         """All arrays into one buffer `_buf` (kernels/entry.py: one argument for the whole model);
         the writable `_name` and read-only `name` attributes become views of it."""
         names = [n[1:] for n, x in vars(self).items() if n.startswith("_") and isinstance(x, np.ndarray)]
-        # the entry kernels take plain trees only: mimic coupling or a free flyer goes the checked way
-        head = (self.nbodies, self.nv, len(self.frame_names),
-                float(self.coupling is not None or self.root_joint is not None))
+        kind = FLOATING if self.root_joint is not None else COUPLED if self.coupling is not None else TREE
+        head = (self.nbodies, self.nv, len(self.frame_names), kind)
         self._buf, copies = pack_arrays({n: getattr(self, "_" + n) for n in names}, MODEL_FIELDS, head)
         for name, copy in copies.items():
             view = copy.view()
@@ -476,6 +476,7 @@ class Data:
         self.J_com = np.zeros((3, nv))         # its Jacobian
         self.J_com_tree = np.zeros((3, nb)) if self.coupled else self.J_com
         self.A_g = np.zeros((6, nv))           # centroidal momentum matrix [angular; linear]
+        self.A_g_tree = np.zeros((6, nb)) if self.coupled else self.A_g
         # inverse dynamics outputs
         self.tau = np.zeros(nv)                # rnea
         self.nle = np.zeros(nv)                # C(q, v) v + g(q)

@@ -183,10 +183,16 @@ def test_derivatives(rel):
         if not np.all(np.isfinite(pin.aba(pm, pd, pq, pv, ptau))):
             continue
         amplification = r.amplification(q)
-        pin.computeABADerivatives(pm, pd, pq, pv, ptau)
-        da_dq, da_dv, Minv = dc.aba_derivatives(m, d, q, v, tau)
-        assert_close(da_dq, ours(pd.ddq_dq, columns=True), "ddq_dq", amplification)
-        assert_close(da_dv, ours(pd.ddq_dv, columns=True), "ddq_dv", amplification)
+        for forces in (None, f_ext):
+            if forces is None:
+                pin.computeABADerivatives(pm, pd, pq, pv, ptau)
+            else:
+                pin.computeABADerivatives(pm, pd, pq, pv, ptau, r.pin_forces(forces))
+            da_dq, da_dv, Minv = dc.aba_derivatives(m, d, q, v, tau, forces)
+            what = "" if forces is None else " with f_ext"
+            assert_close(da_dq, ours(pd.ddq_dq, columns=True), "ddq_dq" + what, amplification)
+            assert_close(da_dv, ours(pd.ddq_dv, columns=True), "ddq_dv" + what, amplification)
+            assert_close(Minv, ours(pd.Minv, columns=True), "Minv" + what, amplification)
 
 
 @pytest.mark.parametrize("rel", ROBOTS)

@@ -3,7 +3,9 @@
 
 In the root frame: the composite inertia Ic_j of joint j's subtree (mass m_j, first moment h_j)
 moving at unit qd_j with the joint's screw oS_j = [w_j; v_j] carries the momentum F_j = Ic_j oS_j
-(at the root's origin) and moves the centre of mass by (m_j v_j + w_j x h_j) / m.
+= [n_j; f_j] (at the root's origin), n_j - c x f_j about the centre of mass c, and moves the centre
+of mass by (m_j v_j + w_j x h_j) / m. A floating base's root frame is its root link's, at (R, p) in the
+world: the results are turned into the world's (R = I, p = 0 for a fixed base).
 """
 from ..jit import njit
 from ..spatial import inertia_times
@@ -11,31 +13,42 @@ from .crba import composite_inertias
 from .inputs import all_finite
 
 
+@njit(cache=True, inline="always")
+def _rotate(R, x0, x1, x2, out, k, column):
+    """out[k:k + 3, column] = R [x0, x1, x2]."""
+    for r in range(3):
+        out[k + r, column] = R[r, 0] * x0 + R[r, 1] * x1 + R[r, 2] * x2
+
+
 @njit(cache=True)
-def centroidal(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_composite, F, com, J_com):
-    """com (3,): the centre of mass; J_com (3, nb): its Jacobian; F (nb, 6): each joint's column of
-    the momentum matrix at the root's origin [n; f]; all in the root frame. False when q is not finite
-    or the robot has no mass."""
+def centroidal(parents, screw_axes, home_R, home_p, phi, q, root_R, root_p, R, p, oR, op, oS, phi_composite, F,
+               com, J_com, A_g):
+    """com (3,), its Jacobian J_com (3, nb) and the centroidal momentum matrix A_g (6, nb), [angular
+    about com; linear], in the world frame, the root frame at (root_R, root_p); F (nb, 6): scratch.
+    False when q is not finite or the robot has no mass."""
     if not all_finite(q):
         return False
     composite_inertias(parents, screw_axes, home_R, home_p, phi, q, R, p, oR, op, oS, phi_composite)
     mass = 0.0
-    for r in range(3):
-        com[r] = 0.0
+    c0 = c1 = c2 = 0.0
     for i in range(q.shape[0]):
         inertia_times(phi_composite[i], oS[i], F[i])
         if parents[i] < 0:
             mass += phi_composite[i, 0]
-            for r in range(3):
-                com[r] += phi_composite[i, 1 + r]
+            c0 += phi_composite[i, 1]
+            c1 += phi_composite[i, 2]
+            c2 += phi_composite[i, 3]
     if not mass > 0.0:
         return False
+    c0, c1, c2 = c0 / mass, c1 / mass, c2 / mass
     for r in range(3):
-        com[r] /= mass
+        com[r] = root_R[r, 0] * c0 + root_R[r, 1] * c1 + root_R[r, 2] * c2 + root_p[r]
     for j in range(q.shape[0]):
-        w, v, m_j = oS[j, :3], oS[j, 3:], phi_composite[j, 0]
-        h = phi_composite[j, 1:4]
-        J_com[0, j] = (m_j * v[0] + w[1] * h[2] - w[2] * h[1]) / mass
-        J_com[1, j] = (m_j * v[1] + w[2] * h[0] - w[0] * h[2]) / mass
-        J_com[2, j] = (m_j * v[2] + w[0] * h[1] - w[1] * h[0]) / mass
-    return all_finite(J_com) and all_finite(F)
+        w, v, m_j, h = oS[j, :3], oS[j, 3:], phi_composite[j, 0], phi_composite[j, 1:4]
+        _rotate(root_R, (m_j * v[0] + w[1] * h[2] - w[2] * h[1]) / mass, (m_j * v[1] + w[2] * h[0] - w[0] * h[2]) / mass,
+                (m_j * v[2] + w[0] * h[1] - w[1] * h[0]) / mass, J_com, 0, j)
+        n, f = F[j, :3], F[j, 3:]
+        _rotate(root_R, n[0] - (c1 * f[2] - c2 * f[1]), n[1] - (c2 * f[0] - c0 * f[2]), n[2] - (c0 * f[1] - c1 * f[0]),
+                A_g, 0, j)
+        _rotate(root_R, f[0], f[1], f[2], A_g, 3, j)
+    return all_finite(J_com) and all_finite(A_g)

@@ -50,7 +50,7 @@ FAILED = 2          # the algorithm refused (non-finite input or result, singula
  M, PHI_COMPOSITE, OS, OV, PHI_WORLD, C, IA, PA, U, D, U_SMALL, OA, DDQ,
  OPSI, OIC, OBC, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
  DERIV_VECTORS, MINV_IA, MINV_F, SUBTREE_END, DERIV_JOINT, MINV,
- DERIVATIVES_TREE, Y, Y_FULL) = range(len(DATA_FIELDS))
+ DERIVATIVES_TREE, Y, Y_FULL, Q_TREE, A_TREE, BASE_R, BASE_P, DATA_BASE_ACCEL) = range(len(DATA_FIELDS))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -110,10 +110,10 @@ def status(done):
 
 
 @njit(cache=True, inline="always")
-def _rnea_into(model, data, q, v, a, f_ext, out):
+def rnea_into(model, data, q, v, a, f_ext, out, base_accel):
     nb = q.shape[0]
     return _rnea(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
-                 mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, a, vec(model, BASE_ACCEL, 6),
+                 mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, a, base_accel,
                  f_ext, cube(data, R, nb, 3, 3), mat(data, P, nb, 3), mat(data, V, nb, 6),
                  mat(data, VDOT, nb, 6), mat(data, F, nb, 6), mat(data, TMP6, 4, 6), out
                  ) and add_joint_torque(mat(model, JOINT_TERMS, nb, 3), v, a, out)
@@ -125,7 +125,8 @@ def rnea(model, data, q, v, a):
     nb = int(model[0])
     if not (fits(model, data, False) and state_fits(nb, q, v, a)):
         return REFUSED
-    return status(_rnea_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6), vec(data, TAU, nb)))
+    return status(rnea_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6), vec(data, TAU, nb),
+                             vec(model, BASE_ACCEL, 6)))
 
 
 @njit(cache=True, _nrt=False)
@@ -134,7 +135,7 @@ def rnea_ext(model, data, q, v, a, f_ext):
     nb = int(model[0])
     if not (fits(model, data, False) and state_fits(nb, q, v, a) and f_ext.shape == (nb, 6)):
         return REFUSED
-    return status(_rnea_into(model, data, q, v, a, f_ext, vec(data, TAU, nb)))
+    return status(rnea_into(model, data, q, v, a, f_ext, vec(data, TAU, nb), vec(model, BASE_ACCEL, 6)))
 
 
 @njit(cache=True, _nrt=False)
@@ -143,8 +144,8 @@ def nonlinear_effects(model, data, q, v):
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb and v.shape[0] == nb):
         return REFUSED
-    return status(_rnea_into(model, data, q, v, vec(data, ZERO, nb), mat(data, F_EXT_ZERO, nb, 6),
-                             vec(data, NLE, nb)))
+    return status(rnea_into(model, data, q, v, vec(data, ZERO, nb), mat(data, F_EXT_ZERO, nb, 6),
+                             vec(data, NLE, nb), vec(model, BASE_ACCEL, 6)))
 
 
 @njit(cache=True, _nrt=False)
@@ -169,6 +170,12 @@ def crba(model, data, q):
     nb = int(model[0])
     if not (fits(model, data, False) and q.shape[0] == nb):
         return REFUSED
+    return crba_into(model, data, q)
+
+
+@njit(cache=True, inline="always")
+def crba_into(model, data, q):
+    nb = q.shape[0]
     done = _crba(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
                  mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, cube(data, R, nb, 3, 3),
                  mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OS, nb, 6),
@@ -179,11 +186,11 @@ def crba(model, data, q):
 
 
 @njit(cache=True, inline="always")
-def _aba_into(model, data, q, v, tau, f_ext):
+def aba_into(model, data, q, v, tau, f_ext, base_accel):
     nb = q.shape[0]
     return _aba(ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
                 mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), mat(model, JOINT_TERMS, nb, 3), q, v, tau,
-                vec(model, BASE_ACCEL, 6),
+                base_accel,
                 f_ext, cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3),
                 mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, OV, nb, 6), mat(data, PHI_WORLD, nb, 10),
                 mat(data, C, nb, 6), cube(data, IA, nb, 6, 6), mat(data, PA, nb, 6), mat(data, U, nb, 6),
@@ -197,7 +204,7 @@ def aba(model, data, q, v, tau):
     nb = int(model[0])
     if not (fits(model, data, False) and state_fits(nb, q, v, tau)):
         return REFUSED
-    return status(_aba_into(model, data, q, v, tau, mat(data, F_EXT_ZERO, nb, 6)))
+    return status(aba_into(model, data, q, v, tau, mat(data, F_EXT_ZERO, nb, 6), vec(model, BASE_ACCEL, 6)))
 
 
 @njit(cache=True, _nrt=False)
@@ -206,7 +213,7 @@ def aba_ext(model, data, q, v, tau, f_ext):
     nb = int(model[0])
     if not (fits(model, data, False) and state_fits(nb, q, v, tau) and f_ext.shape == (nb, 6)):
         return REFUSED
-    return status(_aba_into(model, data, q, v, tau, f_ext))
+    return status(aba_into(model, data, q, v, tau, f_ext, vec(model, BASE_ACCEL, 6)))
 
 
 @njit(cache=True, _nrt=False)
@@ -313,11 +320,11 @@ def regressor_full(model, data, q, v, a):
 
 
 @njit(cache=True, inline="always")
-def _rnea_derivatives_into(model, data, q, v, a, f_ext):
+def rnea_derivatives_into(model, data, q, v, a, f_ext, base_accel):
     nb = q.shape[0]
     return _rnea_derivatives(
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
-        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, a, vec(model, BASE_ACCEL, 6), f_ext,
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, v, a, base_accel, f_ext,
         cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3),
         mat(data, OPHI_C, nb, 10), cube(data, DERIV_VECTORS, 9, nb, 6), mat(data, TMP6, 4, 6),
         cube(data, DERIVATIVES_TREE, 6, nb, nb))
@@ -329,7 +336,7 @@ def rnea_derivatives(model, data, q, v, a):
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and state_fits(nb, q, v, a)):
         return REFUSED
-    if not _rnea_derivatives_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6)):
+    if not rnea_derivatives_into(model, data, q, v, a, mat(data, F_EXT_ZERO, nb, 6), vec(model, BASE_ACCEL, 6)):
         return FAILED
     out = cube(data, DERIVATIVES_TREE, 6, nb, nb)
     add_joint_derivatives(mat(model, JOINT_TERMS, nb, 3), v, out[1], out[2])
@@ -342,6 +349,12 @@ def minverse(model, data, q):
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, MINV) and q.shape[0] == nb):
         return REFUSED
+    return minverse_into(model, data, q)
+
+
+@njit(cache=True, inline="always")
+def minverse_into(model, data, q):
+    nb = q.shape[0]
     deriv_vectors = cube(data, DERIV_VECTORS, 9, nb, 6)
     return OK if _minverse(
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
@@ -358,10 +371,16 @@ def aba_derivatives(model, data, q, v, tau):
     nb = int(model[0])
     if not (fits(model, data, False) and has(data, DERIVATIVES_TREE) and state_fits(nb, q, v, tau)):
         return REFUSED
+    return aba_derivatives_into(model, data, q, v, tau, vec(model, BASE_ACCEL, 6))
+
+
+@njit(cache=True, inline="always")
+def aba_derivatives_into(model, data, q, v, tau, base_accel):
+    nb = q.shape[0]
     return OK if _aba_derivatives(
         ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
         mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), mat(model, JOINT_TERMS, nb, 3), q, v, tau,
-        vec(model, BASE_ACCEL, 6), mat(data, F_EXT_ZERO, nb, 6), cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
+        base_accel, mat(data, F_EXT_ZERO, nb, 6), cube(data, R, nb, 3, 3), mat(data, P, nb, 3),
         cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OPHI_C, nb, 10), cube(data, DERIV_VECTORS, 9, nb, 6),
         mat(data, TMP6, 4, 6), cube(data, MINV_IA, nb, 6, 6), cube(data, MINV_F, nb, nb, 6),
         ints(data, SUBTREE_END, nb), mat(data, DERIV_JOINT, 2, nb), vec(data, DDQ, nb),
