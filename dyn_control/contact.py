@@ -39,8 +39,10 @@ import itertools
 import numpy as np
 from scipy.linalg import cho_solve
 
+from . import floating_base as _floating
 from .derivatives import rnea_derivatives
 from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, checked_inputs, compiled_call, crba,
+                       floating_tree_state,
                        non_finite_error, nonlinear_effects, strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
@@ -615,6 +617,12 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     out = _fast(_fast_constrained_dynamics, model, data, contacts, q, v, tau)
     if out is not None:
         return out
+    if getattr(model, "root_joint", None) is not None:
+        twin, twin_data, q_tree, v, twin_contacts = _on_twin(model, data, q, v, "v", contacts)
+        a, lam = constrained_dynamics(twin, twin_data, q_tree, v, tau, twin_contacts)
+        _floating.add_bias(v, a, data._tmp6[0])
+        _world_axes(contacts, data.base_R, lam)
+        return a, lam
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
@@ -654,6 +662,8 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     out = _fast(_fast_constrained_dynamics_derivatives, model, data, contacts, q, v, tau, blocks=3)
     if out is not None:
         return out
+    if getattr(model, "root_joint", None) is not None:
+        return _floating_constrained_dynamics_derivatives(model, data, q, v, tau, contacts)
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
@@ -708,6 +718,11 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
         out = _fast(_fast_impulse_dynamics, model, data, contacts, q, v_minus, restitution)
         if out is not None:
             return out
+    if getattr(model, "root_joint", None) is not None:
+        twin, twin_data, q_tree, v_minus, twin_contacts = _on_twin(model, data, q, v_minus, "v_minus", contacts)
+        v_plus, impulses = impulse_dynamics(twin, twin_data, q_tree, v_minus, twin_contacts, restitution)
+        _world_axes(contacts, data.base_R, impulses)
+        return v_plus, impulses
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
@@ -738,6 +753,8 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
         out = _fast(_fast_impulse_dynamics_derivatives, model, data, contacts, q, v_minus, restitution, blocks=2)
         if out is not None:
             return out
+    if getattr(model, "root_joint", None) is not None:
+        return _floating_impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution)
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
@@ -769,3 +786,89 @@ def _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, re
     rhs_constraint = np.concatenate([-du_dq, -e * J], axis=1)
     dv_plus, dimpulses = _solve_checked(M, J, rhs_dynamics, rhs_constraint, inputs)
     return dv_plus[:, :nv], dv_plus[:, nv:], dimpulses[:, :nv], dimpulses[:, nv:]
+
+
+# ----------------------------------------------------------------------------------------------
+# Floating bases: the functions above on the tree twin (floating_base.py), whose root is held at the
+# root link's frame under gravity seen in that frame. Its accelerations are the free flyer's but the
+# chain's velocity product b(nu) (added back); "local" rows are the same; "local_world_aligned" rows
+# are in the root link's axes there (R turns them into the world's). The root's pose enters only
+# through gravity (the bias b(q, v) of the KKT system gains d b / d delta = M[:, :6] ad(a_g) in the
+# root's tangent directions delta, as in rnea_derivatives) and through R; an impulse sees no gravity.
+
+
+def _on_twin(model, data, q, v, name_v, contacts):
+    """(twin, twin_data, q_tree, v checked, the contacts as the twin sees them): a fixed side's anchor
+    (which enters only the Baumgarte term) moved into the root link's frame."""
+    q, v = checked_inputs(model, data, True, **{"q": q, name_v: v})
+    q_tree = floating_tree_state(model, data, q)[0].copy()
+    twin, twin_data = _floating.tree_twin(model, data)
+    T_inverse = np.eye(4)
+    T_inverse[:3, :3] = data.base_R.T
+    T_inverse[:3, 3] = -data.base_R.T @ data.base_p
+    twin_contacts = []
+    for c, _, _ in _check_contacts(twin, contacts):
+        if c.other is None and c.baumgarte:
+            c = Contact(c.frame, c.kind, c.reference, anchor=T_inverse @ c.anchor, kp=c.kp, kd=c.kd)
+        twin_contacts.append(c)
+    return twin, twin_data, q_tree, v, twin_contacts
+
+
+def _world_axes(contacts, R, rows):
+    """Rows (axis 0) of "local_world_aligned" contacts from the root link's axes into the world's, in
+    place."""
+    start = 0
+    for c in contacts:
+        if c.reference == "local_world_aligned":
+            for k in range(start, start + c.dim, 3):
+                rows[k:k + 3] = R @ rows[k:k + 3]
+        start += c.dim
+
+
+def _turning_rows(contacts, R, forces, dforces_dq):
+    """d(R forces)/d delta for the root's rotations delta (columns 0-2 of dforces_dq, forces in the
+    root link's axes): -R [f]x per three rows of a "local_world_aligned" contact, added in place."""
+    start = 0
+    for c in contacts:
+        if c.reference == "local_world_aligned":
+            for k in range(start, start + c.dim, 3):
+                f = forces[k:k + 3]
+                dforces_dq[k:k + 3, :3] -= R @ np.array([[0.0, -f[2], f[1]], [f[2], 0.0, -f[0]], [-f[1], f[0], 0.0]])
+        start += c.dim
+
+
+def _gravity_turning(twin, twin_data, q_tree, base_accel):
+    """d b / d delta (nv, 6) = M[:, :6] ad(a_g): the bias's change as gravity turns with the root."""
+    M = crba(twin, twin_data, q_tree)
+    a = base_accel
+    ad_g = np.zeros((6, 6))
+    ad_g[3:, :3] = np.array([[0.0, -a[5], a[4]], [a[5], 0.0, -a[3]], [-a[4], a[3], 0.0]])
+    return M[:, :6] @ ad_g
+
+
+def _floating_constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
+    twin, twin_data, q_tree, v, twin_contacts = _on_twin(model, data, q, v, "v", contacts)
+    da_dq, da_dv, da_dtau, dlam_dq, dlam_dv, dlam_dtau = constrained_dynamics_derivatives(
+        twin, twin_data, q_tree, v, tau, twin_contacts)
+    lam = constrained_dynamics(twin, twin_data, q_tree, v, tau, twin_contacts)[1]
+    turning = _gravity_turning(twin, twin_data, q_tree, data.base_accel)
+    da_dq[:, :6] = -da_dtau @ turning
+    dlam_dq[:, :6] = -dlam_dtau @ turning
+    da_dv[:6, :6] += _floating.bias_jacobian(v)
+    for x in (dlam_dq, dlam_dv, dlam_dtau):
+        _world_axes(contacts, data.base_R, x)
+    _turning_rows(contacts, data.base_R, lam, dlam_dq)
+    return da_dq, da_dv, da_dtau, dlam_dq, dlam_dv, dlam_dtau
+
+
+def _floating_impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution):
+    twin, twin_data, q_tree, v_minus, twin_contacts = _on_twin(model, data, q, v_minus, "v_minus", contacts)
+    dv_dq, dv_dv, dimpulse_dq, dimpulse_dv = impulse_dynamics_derivatives(
+        twin, twin_data, q_tree, v_minus, twin_contacts, restitution)
+    impulses = impulse_dynamics(twin, twin_data, q_tree, v_minus, twin_contacts, restitution)[1]
+    dv_dq[:, :6] = 0.0          # no gravity in an impact: the root's pose changes nothing but R
+    dimpulse_dq[:, :6] = 0.0
+    for x in (dimpulse_dq, dimpulse_dv):
+        _world_axes(contacts, data.base_R, x)
+    _turning_rows(contacts, data.base_R, impulses, dimpulse_dq)
+    return dv_dq, dv_dv, dimpulse_dq, dimpulse_dv

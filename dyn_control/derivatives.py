@@ -19,6 +19,7 @@ import numbers
 import numba
 import numpy as np
 
+from . import floating_base as _floating
 from .dynamics import (aba, as_real_array, checked_inputs, coupled_result, coupled_tree_state, crba, entry_call, fast,
                        floating_tree_state, non_finite_error, strict)
 from .kernels import batch as _batch
@@ -64,7 +65,12 @@ def regressor(model, data, q, v, a, joint_terms=False):
             return data.Y_full
     elif fast(_fast_regressor, model, data, q, v, a):
         return data.Y
-    q, v, a = checked_inputs(model, data, q=q, v=v, a=a)
+    q, v, a = checked_inputs(model, data, True, q=q, v=v, a=a)
+    if model.root_joint is not None:  # the tree twin's regressor at (q_tree, v, a - [b; 0]) (floating_base.py)
+        q_t, a_t = floating_tree_state(model, data, q, v, a)
+        out = data._Y_full if joint_terms else data._Y
+        out[:] = regressor(*_floating.tree_twin(model, data), q_t.copy(), v, a_t.copy(), joint_terms)
+        return data.Y_full if joint_terms else data.Y
     if not entry_call(_entry.regressor_full if joint_terms else _entry.regressor, model, data, q, v, a):
         G = model.coupling
         if G is None:  # the tree kernel names the error (or serves a LargeData)

@@ -173,8 +173,10 @@ def non_finite_error(**arrays):
                       f"inputs {', '.join(named)} (largest {largest})")
 
 
-FLOATING_BASE_FUNCTIONS = ("rnea", "nonlinear_effects", "gravity", "crba", "aba", "forward_kinematics",
-                           "frame_pose", "jacobian", "rnea_derivatives", "aba_derivatives", "minverse")
+FLOATING_BASE_FUNCTIONS = ("rnea", "nonlinear_effects", "gravity", "crba", "aba", "minverse", "forward_kinematics",
+                           "frame_pose", "jacobian", "rnea_derivatives", "aba_derivatives", "regressor",
+                           "constrained_dynamics", "impulse_dynamics", "their derivatives",
+                           "the configuration space", "the centroidal functions")
 
 
 def check_model_data(model, data, floating_base=False):

@@ -54,3 +54,24 @@ def add_bias(v, ddq, scratch):
     """ddq[:6] += b(v[:6]): the tree's forward dynamics as the free flyer's acceleration."""
     _ff.bias_acceleration(v, scratch)
     ddq[:FREE_FLYER_DOFS] += scratch[:FREE_FLYER_DOFS]
+
+
+def tree_twin(model, data):
+    """(twin, twin_data): the fixed-base model of the same tree (the free flyer's six bodies as joints
+    of a root held at the root link's frame) and its Data, made once per Data, with the gravity of
+    the last tree_state: the root's pose enters the twin only through it, so that a function the
+    free flyer does not take on its own runs on the twin at (q_tree, v), and its results are turned
+    into the free flyer's (contact.py)."""
+    twin = data.__dict__.get("_tree_twin")
+    if twin is None:
+        tree = model._replace(root_joint=None)
+        twin = data._tree_twin = (tree, tree.create_data())
+    twin[0]._base_accel[:] = data._base_accel
+    return twin
+
+
+def bias_jacobian(v):
+    """d b / d nu (6, 6) at nu = v[:6] (kernels/free_flyer.py)."""
+    out = np.empty((6, 6))
+    _ff.bias_jacobian(v, out)
+    return out

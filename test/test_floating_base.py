@@ -16,7 +16,7 @@ import pinocchio as pin
 import pytest
 
 import dyn_control as dc
-from oracles import JIT_DISABLED, all_robot_urdfs, robot_urdf, swap_halves
+from oracles import OURS_FROM_PIN_PARAM, JIT_DISABLED, all_robot_urdfs, robot_urdf, swap_halves
 
 pytestmark = pytest.mark.kernels
 
@@ -196,6 +196,27 @@ def test_derivatives(rel):
 
 
 @pytest.mark.parametrize("rel", ROBOTS)
+def test_regressor(rel):
+    """The joint torque regressor against Pinocchio's computeJointTorqueRegressor (its root joint's
+    columns are the root link's, body 5 here; the free flyer's massless bodies have columns of their
+    own), and Y @ parameters is rnea with the joint terms."""
+    r = robot(rel)
+    m, d, pm, pd = r.model, r.data, r.pin_model, r.pin_data
+    back = np.argsort(order(m.nv))
+    for q, v, a, *_ in r.states:
+        Y = dc.regressor(m, d, q, v, a)
+        expected = pin.computeJointTorqueRegressor(pm, pd, r.pin_q(q), v[back], a[back])
+        expected = expected.reshape(m.nv, m.nbodies - 5, 10)[:, :, OURS_FROM_PIN_PARAM].reshape(m.nv, -1)
+        assert_close(Y[:, 50:], ours(expected), "regressor")
+        assert_close(Y @ m.inertial_parameters(), dc.rnea(m, d, q, v, a), "Y phi")
+        actuated = np.r_[np.zeros(6), np.ones(m.nv - 6)]
+        model = m.with_joint_dynamics(armature=0.1 * actuated, viscous=0.2 * actuated, coulomb=0.3 * actuated)
+        data = model.create_data()
+        assert_close(dc.regressor(model, data, q, v, a, joint_terms=True) @ model.parameters(),
+                     dc.rnea(model, data, q, v, a), "Y_full parameters")
+
+
+@pytest.mark.parametrize("rel", ROBOTS)
 @pytest.mark.parametrize("root_joint", [None, "free_flyer"])
 def test_centroidal(rel, root_joint):
     """Centre of mass, its Jacobian and the centroidal momentum matrix, fixed and floating bases."""
@@ -372,3 +393,103 @@ def test_what_a_floating_base_refuses():
         dc.load_urdf(path, root_joint="planar")
     with pytest.raises(ValueError, match="non-finite"):
         dc.aba(model, data, np.r_[q[:7], np.nan, q[8:]], v, v)
+
+
+FEET = {"solo12": ("FL_FOOT", "HR_FOOT", "HL_FOOT"), "anymal": ("LF_FOOT", "RH_FOOT", "LH_FOOT"),
+        "go1": ("FL_foot", "RR_foot", "RL_foot"), "talos_reduced": ("left_sole_link", "right_sole_link")}
+CONTACT_CASES = [(name, kind, reference) for name in (("solo12",) if JIT_DISABLED else FEET)
+                 for kind in ("point", "frame") for reference in ("local", "local_world_aligned")]
+RESTITUTION = 0.3
+
+
+def pin_constraints(r, contacts):
+    pm = r.pin_model
+    models = pin.StdVec_RigidConstraintModel()
+    for c in contacts:
+        kind = pin.ContactType.CONTACT_3D if c.kind == "point" else pin.ContactType.CONTACT_6D
+        ref = pin.ReferenceFrame.LOCAL if c.reference == "local" else pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        frame = pm.frames[pm.getFrameId(c.frame)]
+        models.append(pin.RigidConstraintModel(kind, pm, frame.parentJoint, frame.placement, 0, pin.SE3(c.anchor), ref))
+    datas = pin.StdVec_RigidConstraintData()
+    for cm in models:
+        datas.append(cm.createData())
+    pin.initConstraintDynamics(pm, r.pin_data, models, datas)
+    return models, datas
+
+
+def pin_rows(x, contacts, columns=False):
+    """Pinocchio's stacked rows in our order (6D halves swapped); columns: its velocity order too."""
+    x = np.asarray(x)
+    blocks, start = [], 0
+    for c in contacts:
+        block = x[start:start + c.dim]
+        blocks.append(swap_halves(block) if c.dim == 6 else block)
+        start += c.dim
+    out = np.concatenate(blocks)
+    return ours(out, False, True) if columns else out
+
+
+@pytest.mark.parametrize("name, kind, reference", CONTACT_CASES)
+def test_contacts(name, kind, reference):
+    """Constrained and impulse dynamics of feet on the ground and their first-order derivatives
+    against Pinocchio's constraintDynamics, impulseDynamics and their derivatives (free flyer);
+    the first foot a 6D frame contact, the others `kind`; to 1e-6 (test_contact.py's 1e-7 for the
+    KKT solve's conditioning, with the 1e-9 here grown by 1e3)."""
+    r = robot(next(rel for rel in ROBOTS if os.path.basename(rel) == name + ".urdf"))
+    m, d, pm, pd = r.model, r.data, r.pin_model, r.pin_data
+    # 6D contacts on two feet only: on a third, a quadruped's three-joint legs leave the rows redundant
+    # (Pinocchio's regularized solve and our minimum-norm forces then differ)
+    feet = FEET[name][1:2] if kind == "frame" else FEET[name][1:]
+    contacts = [dc.Contact(FEET[name][0], "frame", reference)] + [dc.Contact(foot, kind, reference) for foot in feet]
+    q, v, _, tau, _ = r.states[0]
+    back = np.argsort(order(m.nv))
+    pq, pv, ptau = r.pin_q(q), v[back], tau[back]
+    models, datas = pin_constraints(r, contacts)
+    expected_a = pin.constraintDynamics(pm, pd, pq, pv, ptau, models, datas).copy()
+    a, lam = dc.constrained_dynamics(m, d, q, v, tau, contacts)
+    assert_close(a, ours(expected_a), "a", 1e3)
+    assert_close(lam, pin_rows(pd.lambda_c, contacts), "lambda", 1e3)
+    expected = pin.computeConstraintDynamicsDerivatives(pm, pd, models, datas)
+    derivatives = dc.constrained_dynamics_derivatives(m, d, q, v, tau, contacts)
+    for what, x, ref in zip(("da_dq", "da_dv", "da_dtau"), derivatives[:3], expected[:3]):
+        assert_close(x, ours(ref, columns=True), what, 1e3)
+    for what, x, ref in zip(("dlam_dq", "dlam_dv", "dlam_dtau"), derivatives[3:], expected[3:]):
+        assert_close(x, pin_rows(ref, contacts, columns=True), what, 1e3)
+    v_plus_ref = pin.impulseDynamics(pm, pd, pq, pv, models, datas, RESTITUTION).copy()
+    v_plus, impulses = dc.impulse_dynamics(m, d, q, v, contacts, RESTITUTION)
+    assert_close(v_plus, ours(v_plus_ref), "v_plus", 1e3)
+    assert_close(impulses, pin_rows(pd.impulse_c, contacts), "impulses", 1e3)
+    pin.computeImpulseDynamicsDerivatives(pm, pd, models, datas, RESTITUTION)
+    ours_derivatives = dc.impulse_dynamics_derivatives(m, d, q, v, contacts, RESTITUTION)
+    # Pinocchio's ddq_dv is the derivative of the jump v+ - v-
+    references = (ours(pd.ddq_dq, columns=True), ours(pd.ddq_dv, columns=True) + np.eye(m.nv),
+                  pin_rows(pd.dlambda_dq, contacts, columns=True), pin_rows(pd.dlambda_dv, contacts, columns=True))
+    for what, x, ref in zip(("dv_plus_dq", "dv_plus_dv", "dimpulses_dq", "dimpulses_dv"), ours_derivatives, references):
+        assert_close(x, ref, what, 1e3)
+
+
+@pytest.mark.parametrize("name", ["solo12", "talos_reduced"])
+def test_contact_derivatives_by_central_differences_on_the_manifold(name):
+    """d/dq of constrained and impulse dynamics through integrate, world-aligned rows (which turn with
+    the root), 1e-6 relative."""
+    model = dc.load_urdf(robot_urdf(name), root_joint="free_flyer")
+    data = model.create_data()
+    rng = np.random.default_rng(13)
+    q = dc.random_configuration(model, rng)
+    v, tau = rng.normal(size=(2, model.nv))
+    contacts = [dc.Contact(FEET[name][0], "point", "local_world_aligned"), dc.Contact(FEET[name][1], "frame", "local")]
+
+    def close(analytic, numeric, what):
+        scale = max(1.0, np.abs(numeric).max())
+        assert np.abs(analytic - numeric).max() <= 1e-6 * scale, f"{what}: {np.abs(analytic - numeric).max():.2e}"
+
+    da_dq, _, _, dlam_dq, _, _ = dc.constrained_dynamics_derivatives(model, data, q, v, tau, contacts)
+    numeric = central_difference(lambda x: np.concatenate(dc.constrained_dynamics(model, data, x, v, tau, contacts)),
+                                 model, q)
+    close(da_dq, numeric[:model.nv], "da_dq")
+    close(dlam_dq, numeric[model.nv:], "dlam_dq")
+    dv_dq, _, dimpulse_dq, _ = dc.impulse_dynamics_derivatives(model, data, q, v, contacts, RESTITUTION)
+    numeric = central_difference(lambda x: np.concatenate(dc.impulse_dynamics(model, data, x, v, contacts, RESTITUTION)),
+                                 model, q)
+    close(dv_dq, numeric[:model.nv], "dv_plus_dq")
+    close(dimpulse_dq, numeric[model.nv:], "dimpulses_dq")
