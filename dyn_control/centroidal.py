@@ -5,25 +5,26 @@ World frame: the centre of mass c, J_com with dc/dt = J_com v, and A_g with h_g 
 centroidal momentum [k; l], angular first (Pinocchio: linear first): the angular momentum about c
 and the linear momentum, in the world's axes. Results are read-only views of Data buffers.
 """
-import numpy as np
-
-from .dynamics import _tree_q, check_model_data, coupled_result, non_finite_error
+from .dynamics import _tree_q, check_model_data, coupled_result, entry_call, fast, non_finite_error, strict
 from .kernels import centroidal as _centroidal
+from .kernels import entry as _entry
 
 
-_IDENTITY, _ORIGIN = np.eye(3), np.zeros(3)   # a fixed base's root frame in the world
+_fast_centroidal = strict(_entry.centroidal)
 
 
 def _compute(model, data, q):
     """Runs the kernel on q (nq,): data.com, data.J_com and data.A_g."""
+    if fast(_fast_centroidal, model, data, q):
+        return
     check_model_data(model, data, True)
     q, q_t = _tree_q(model, data, q)
-    floating = model.root_joint is not None
+    if entry_call(_entry.centroidal, model, data, q):
+        return
     G = model.coupling
     if not _centroidal.centroidal(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q_t,
-                                  data._base_R if floating else _IDENTITY, data._base_p if floating else _ORIGIN,
-                                  data._R, data._p, data._oR, data._op, data._oS, data._phi_composite, data._F,
-                                  data._com, data._J_com_tree, data._A_g_tree):
+                                  data._base_R, data._base_p, data._R, data._p, data._oR, data._op, data._oS,
+                                  data._phi_composite, data._F, data._com, data._J_com_tree, data._A_g_tree):
         if not model.phi[:, 0].sum() > 0.0:
             raise ValueError(f"robot {model.name!r} has no mass: its centre of mass is undefined")
         raise non_finite_error(q=q)

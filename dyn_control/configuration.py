@@ -18,6 +18,7 @@ J_r(xi) = sum_k (-ad_xi)^k / (k + 1)!:
 import numpy as np
 import scipy.linalg
 
+from .dynamics import _FAST_REFUSED, compiled_call, strict
 from .floating_base import check_quaternion
 from .kernels import free_flyer as _ff
 from .model import FREE_FLYER_DOFS, Model, as_real_array
@@ -133,26 +134,47 @@ def random_configuration(model, rng=None, position_range=1.0):
     return np.concatenate([rng.uniform(-position_range, position_range, 3), quaternion, joints])
 
 
+_fast_integrate = strict(_ff.checked_integrate)
+_fast_difference = strict(_ff.checked_difference)
+
+
+def _fast(kernel, x, y, n):
+    """kernel's result (n,) computed from x, y as they are, or None for the checked path."""
+    try:
+        out = np.empty(n)
+        return out if kernel(x, y, out, np.empty(7)) == _ff.OK else None
+    except _FAST_REFUSED:
+        return None
+
+
 def integrate(model, q, v):
     """The configuration reached from q (nq,) moving with velocity v (nv,) for unit time (module
     docstring)."""
+    if getattr(model, "root_joint", None) is not None:
+        out = _fast(_fast_integrate, q, v, model.nq)
+        if out is not None:
+            return out
     model = _model(model)
     q, v = _configuration(model, "q", q), _tangent(model, "v", v)
     if model.root_joint is None:
         return q + v
     out = np.empty(model.nq)
-    _ff.integrate(q, v, out, np.empty(7))
+    compiled_call(_ff.checked_integrate, q, v, out, np.empty(7))
     return out
 
 
 def difference(model, q0, q1):
     """The velocity v (nv,) with integrate(q0, v) = q1 (module docstring)."""
+    if getattr(model, "root_joint", None) is not None:
+        out = _fast(_fast_difference, q0, q1, model.nv)
+        if out is not None:
+            return out
     model = _model(model)
     q0, q1 = _configuration(model, "q0", q0), _configuration(model, "q1", q1)
     if model.root_joint is None:
         return q1 - q0
     out = np.empty(model.nv)
-    _ff.difference(q0, q1, out, np.empty(7))
+    compiled_call(_ff.checked_difference, q0, q1, out, np.empty(7))
     return out
 
 

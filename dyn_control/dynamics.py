@@ -101,7 +101,7 @@ FLOATING_ENTRY = {_entry.rnea: _floating_entry.rnea, _entry.rnea_ext: _floating_
                   _entry.crba: _floating_entry.crba, _entry.aba: _floating_entry.aba, _entry.aba_ext: _floating_entry.aba_ext,
                   _entry.forward_kinematics: _floating_entry.forward_kinematics, _entry.jacobian: _floating_entry.jacobian,
                   _entry.minverse: _floating_entry.minverse, _entry.rnea_derivatives: _floating_entry.rnea_derivatives,
-                  _entry.aba_derivatives: _floating_entry.aba_derivatives}
+                  _entry.aba_derivatives: _floating_entry.aba_derivatives, _entry.centroidal: _floating_entry.centroidal}
 for _kernel in FLOATING_ENTRY.values():
     strict(_kernel)
 # a fast call that gives way: argument types not compiled (TypeError; ValueError where Numba cannot

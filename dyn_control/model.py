@@ -70,7 +70,8 @@ DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g"
                "M", "phi_composite", "oS", "oV", "phi_world", "c", "IA", "pA", "U", "D", "u", "oA", "ddq",
                "oPsi", "oIc", "oBc", "C", "support", "J", "frame_poses", "ophi_c",
                "deriv_vectors", "Minv_IA", "Minv_F", "subtree_end", "deriv_joint", "Minv",
-               "derivatives_tree", "Y", "Y_full", "q_tree", "a_tree", "base_R", "base_p", "base_accel")
+               "derivatives_tree", "Y", "Y_full", "q_tree", "a_tree", "base_R", "base_p", "base_accel", "com",
+               "J_com", "A_g")
 
 
 def pack_arrays(arrays, fields, head):
@@ -456,8 +457,9 @@ class Data:
         self.v_tree = np.zeros(nb)             # joint velocities of the tree
         self.a_tree = np.zeros(nb)             # joint accelerations of the tree
         self.tau_tree = np.zeros(nb)           # joint efforts of the tree
-        # a free flyer's pose in the world and the base acceleration [0; -R^T g] (floating_base.py)
-        self.base_R = np.zeros((3, 3))
+        # a free flyer's pose in the world and the base acceleration [0; -R^T g] (floating_base.py); a
+        # fixed base's stays at the origin
+        self.base_R = np.eye(3)
         self.base_p = np.zeros(3)
         self.base_accel = np.zeros(6)
         # kinematics

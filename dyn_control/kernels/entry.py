@@ -24,6 +24,7 @@ path, which names the problem (dynamics.py).
 from ..jit import njit
 from ..model import DATA_FIELDS, HEADER, MODEL_FIELDS
 from .aba import aba as _aba
+from .centroidal import centroidal as _centroidal
 from .coriolis import coriolis_matrix as _coriolis_matrix
 from .crba import crba as _crba
 from .joint_terms import add_armature, add_joint_derivatives, add_joint_torque, joint_regressor
@@ -50,7 +51,7 @@ FAILED = 2          # the algorithm refused (non-finite input or result, singula
  M, PHI_COMPOSITE, OS, OV, PHI_WORLD, C, IA, PA, U, D, U_SMALL, OA, DDQ,
  OPSI, OIC, OBC, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
  DERIV_VECTORS, MINV_IA, MINV_F, SUBTREE_END, DERIV_JOINT, MINV,
- DERIVATIVES_TREE, Y, Y_FULL, Q_TREE, A_TREE, BASE_R, BASE_P, DATA_BASE_ACCEL) = range(len(DATA_FIELDS))
+ DERIVATIVES_TREE, Y, Y_FULL, Q_TREE, A_TREE, BASE_R, BASE_P, DATA_BASE_ACCEL, COM, J_COM, A_G) = range(len(DATA_FIELDS))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -161,7 +162,27 @@ def gravity(model, data, q):
 
 
 # ----------------------------------------------------------------------------------------------
-# Mass matrix, forward dynamics, Coriolis matrix, kinematics
+# Mass matrix, forward dynamics, Coriolis matrix, kinematics, centre of mass
+
+
+@njit(cache=True, _nrt=False)
+def centroidal(model, data, q):
+    """data.com, J_com, A_g at q (a free flyer's: kernels/floating_entry.py)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb):
+        return REFUSED
+    return centroidal_into(model, data, q)
+
+
+@njit(cache=True, inline="always")
+def centroidal_into(model, data, q):
+    nb = q.shape[0]
+    return status(_centroidal(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, mat(data, BASE_R, 3, 3), vec(data, BASE_P, 3),
+        cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3),
+        mat(data, OS, nb, 6), mat(data, PHI_COMPOSITE, nb, 10), mat(data, F, nb, 6), vec(data, COM, 3),
+        mat(data, J_COM, 3, nb), mat(data, A_G, 6, nb)))
 
 
 @njit(cache=True, _nrt=False)

@@ -13,7 +13,7 @@ from ..model import FLOATING
 from .entry import (A_TREE, BASE_ACCEL, BASE_P, BASE_R, DATA_BASE_ACCEL, DDQ, DERIVATIVES_TREE, F_EXT_ZERO,
                     FRAME_BODY, FRAME_P, FRAME_POSES, FRAME_R, G, HOME_P, HOME_R, JOINT_TERMS, MINV, NLE, OK,
                     OP, OR, P, PARENTS, PHI, Q_TREE, R, REFUSED, SCREW_AXES, SUPPORT, TAU, TMP6, VDOT, ZERO, F,
-                    J, aba_derivatives_into, aba_into, crba_into, cube, has, ints, mat, minverse_into,
+                    J, aba_derivatives_into, aba_into, centroidal_into, crba_into, cube, has, ints, mat, minverse_into,
                     rnea_derivatives_into, rnea_into, status, vec)
 from .free_flyer import (FREE_FLYER_DOFS, UNIT_TOLERANCE, base_state, bias_acceleration, correct_derivatives,
                          correct_forward_derivatives, world_jacobian, world_poses)
@@ -121,6 +121,13 @@ def crba(model, data, q):
     if not fits(model, data, q, False):
         return REFUSED
     return crba_into(model, data, tree_q(model, data, q))
+
+
+@njit(cache=True, _nrt=False)
+def centroidal(model, data, q):
+    if not fits(model, data, q, False):
+        return REFUSED
+    return centroidal_into(model, data, tree_q(model, data, q))
 
 
 @njit(cache=True, _nrt=False)

@@ -273,3 +273,40 @@ def difference(q0, q1, out, scratch):
     log_pose(relative, p, out[:6])
     for k in range(7, q0.shape[0]):
         out[k - 1] = q1[k] - q0[k]
+
+
+OK = 0          # checked_integrate / checked_difference: done
+REFUSED = 1     # sizes, a non-finite entry or a non-unit quaternion: configuration.py names it
+
+
+@njit(cache=True, inline="always")
+def _configuration_fits(q, nq):
+    if q.shape[0] != nq:
+        return False
+    for k in range(nq):
+        if not math.isfinite(q[k]):
+            return False
+    return abs(math.sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]) - 1.0) <= UNIT_TOLERANCE
+
+
+@njit(cache=True, _nrt=False)
+def checked_integrate(q, v, out, scratch):
+    """integrate (out: nq) for checked-or-not inputs: REFUSED unless they fit."""
+    nq = out.shape[0]
+    if not (_configuration_fits(q, nq) and v.shape[0] == nq - 1 and scratch.shape[0] == 7):
+        return REFUSED
+    for k in range(nq - 1):
+        if not math.isfinite(v[k]):
+            return REFUSED
+    integrate(q, v, out, scratch)
+    return OK
+
+
+@njit(cache=True, _nrt=False)
+def checked_difference(q0, q1, out, scratch):
+    """difference (out: nv) for checked-or-not inputs: REFUSED unless they fit."""
+    nq = out.shape[0] + 1
+    if not (_configuration_fits(q0, nq) and _configuration_fits(q1, nq) and scratch.shape[0] == 7):
+        return REFUSED
+    difference(q0, q1, out, scratch)
+    return OK
