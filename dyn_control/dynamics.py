@@ -174,7 +174,8 @@ def non_finite_error(**arrays):
 
 
 FLOATING_BASE_FUNCTIONS = ("rnea", "nonlinear_effects", "gravity", "crba", "aba", "minverse", "forward_kinematics",
-                           "frame_pose", "jacobian", "rnea_derivatives", "aba_derivatives", "regressor",
+                           "frame_pose", "jacobian", "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives",
+                           "aba_second_derivatives", "regressor",
                            "constrained_dynamics", "impulse_dynamics", "their derivatives",
                            "the configuration space", "the centroidal functions")
 

@@ -13,7 +13,9 @@ friction's smooth sign adds F_c sgn_s''(v_i) to d2tau_dv2[i, i, i].
 """
 import numpy as np
 
-from .dynamics import (aba, checked_inputs, coupled_result, coupled_tree_state, non_finite_error)
+from . import floating_base as _floating
+from .dynamics import aba, checked_inputs, coupled_result, coupled_tree_state, floating_tree_state, non_finite_error
+from .kernels import free_flyer as _ff
 from .kernels import joint_terms as _joint
 from .kernels import rnea_second_derivatives as _so
 from .kernels.inputs import all_finite
@@ -35,6 +37,8 @@ def _second_tree(model, data, q, v, a, f_ext):
 def _inverse_dynamics_second(model, data, q, v, a, f_ext):
     """Fills data.d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq; returns the first-order derivatives
     (dtau_dq, dtau_dv, M) of the same evaluation (arrays of data or new arrays when coupled)."""
+    if model.root_joint is not None:
+        return _floating_second(model, data, q, v, a, f_ext)
     G = model.coupling
     if G is None:
         _second_tree(model, data, q, v, a, f_ext)
@@ -50,6 +54,62 @@ def _inverse_dynamics_second(model, data, q, v, a, f_ext):
     return first
 
 
+def _floating_second(model, data, q, v, a, f_ext):
+    """_inverse_dynamics_second of a free-flyer model: the tree twin's (floating_base.py) at
+    (q_tree, v, a - [b; 0]), then the free flyer's entries. Second derivatives in q are those of the
+    first-order derivatives along integrate's tangent directions, d2tau_dq2[:, j, k] =
+    d (dtau/dq_j)(q + dq_k e_k) / d dq_k (the central differences of rnea_derivatives through
+    integrate): only gravity sees the root's pose, as a_g = [0; -R^T g], which a rotation e_k of the
+    root turns by -e_k x a_g, and tau depends on it through M[:, :6] a_g; a_tree's -b(nu) adds
+    -M[:, :6] b'' in v. The root's rotation columns do not commute: d2tau_dq2 is symmetric in j, k
+    but in the root's block."""
+    q_t, a_t = floating_tree_state(model, data, q, v, a, f_ext=f_ext)
+    twin, twin_data = _floating.tree_twin(model, data)
+    _second_tree(twin, twin_data, q_t, v, a_t, f_ext)
+    d2q, d2v, d2qv, dM = data._d2tau_dq2, data._d2tau_dv2, data._d2tau_dqdv, data._dM_dq
+    for out, tree in zip((d2q, d2v, d2qv, dM), twin_data._so_second):
+        out[...] = tree
+    dtau_dq, dtau_dv, M = (x.copy() for x in twin_data._so_first)
+    _ff.correct_derivatives(M, data._base_accel, v, dtau_dq, dtau_dv, data._tmp6)
+    n = _ff.FREE_FLYER_DOFS
+    M_base, dM_base = M[:, :n], dM[:, :n, :]               # dM_base[:, c, k] = d M[:, c] / dq_k
+    turned = np.zeros((n, n))                               # a_g x e_j, and its turning -(e_k x a_g) x e_j
+    spin = np.zeros((n, n, n))
+    for j in range(n):
+        turned[:, j] = _cross(data._base_accel, np.eye(n)[j])
+        for k in range(3):
+            spin[:, j, k] = _cross(-_cross(np.eye(n)[k], data._base_accel), np.eye(n)[j])
+    # q: joint-joint is the twin's; root-joint and joint-root through dM[:, :6] (a_g x e_j); root-root
+    # through the turning of a_g (translations change nothing)
+    d2q[:, :n, n:] = np.einsum("ick,cj->ijk", dM_base[:, :, n:], turned)
+    d2q[:, n:, :n] = d2q[:, :n, n:].transpose(0, 2, 1)
+    d2q[:, :n, :n] = np.einsum("ic,cjk->ijk", M_base, spin)
+    # v: -M[:, :6] b'' (b'' constant: e_min(j,k) x e_max(j,k)); q-v: the twin's, less dM[:, :6] b'(v)
+    d2v[:, :n, :n] -= np.einsum("ic,cjk->ijk", M_base, _BIAS_HESSIAN)
+    d2qv[:, :n, :] = 0.0
+    d2qv[:, n:, :n] -= np.einsum("icj,ck->ijk", dM_base[:, :, n:], _floating.bias_jacobian(v))
+    dM[:, :, :n] = 0.0
+    return dtau_dq, dtau_dv, M
+
+
+def _cross(x, y):
+    """The motion cross product x x y of two 6-vectors [w; v]."""
+    return np.concatenate([np.cross(x[:3], y[:3]), np.cross(x[:3], y[3:]) + np.cross(x[3:], y[:3])])
+
+
+def _bias_hessian():
+    """d2 b / dnu_j dnu_k (6, 6, 6) of the chain's velocity product b (kernels/free_flyer.py)."""
+    out = np.zeros((6, 6, 6))
+    for j in range(6):
+        for k in range(6):
+            if j != k:
+                out[:, j, k] = _cross(np.eye(6)[min(j, k)], np.eye(6)[max(j, k)])
+    return out
+
+
+_BIAS_HESSIAN = _bias_hessian()
+
+
 def rnea_second_derivatives(model, data, q, v, a, f_ext=None):
     """Second-order partial derivatives of inverse dynamics tau = rnea(q, v, a, f_ext), by the
     recursive IDSVA-SO algorithm (no finite differences):
@@ -57,8 +117,9 @@ def rnea_second_derivatives(model, data, q, v, a, f_ext=None):
     d2tau_dq2[i, j, k] = d2 tau_i / dq_j dq_k (symmetric in j, k), d2tau_dv2 likewise in v,
     d2tau_dqdv[i, j, k] = d2 tau_i / dq_j dv_k and dM_dq[i, j, k] = d M_ij / dq_k (symmetric in
     i, j; also d2 tau_i / dq_k da_j). f_ext: None or (nbodies, 6) body-frame forces [n; f], held
-    fixed in the body frames. -> Data buffers."""
-    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    fixed in the body frames. A free flyer's q-derivatives are iterated along integrate's tangent
+    directions, not symmetric in the root's rotations (_floating_second). -> Data buffers."""
+    q, v, a, f_ext = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
     _inverse_dynamics_second(model, data, q, v, a, f_ext)
     return data.d2tau_dq2, data.d2tau_dv2, data.d2tau_dqdv, data.dM_dq
 
@@ -72,7 +133,7 @@ def aba_second_derivatives(model, data, q, v, tau, f_ext=None):
     inverse-dynamics derivatives taken at ddq = aba(q, v, tau),
         d2ddq/dx dy = -M^-1 (d2tau/dx dy + dM/dx ddq_y + dM/dy ddq_x),   ddq_x = -M^-1 dtau/dx,
     where dM/dv = 0, and dMinv/dq_k = -M^-1 (dM/dq_k) M^-1. -> Data buffers."""
-    q, v, tau, f_ext = checked_inputs(model, data, q=q, v=v, tau=tau, f_ext=f_ext)
+    q, v, tau, f_ext = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
     ddq = aba(model, data, q, v, tau, f_ext).copy()
     dtau_dq, dtau_dv, M = _inverse_dynamics_second(model, data, q, v, ddq, f_ext)
     minus_Minv = -np.linalg.inv(M)

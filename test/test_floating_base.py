@@ -493,3 +493,46 @@ def test_contact_derivatives_by_central_differences_on_the_manifold(name):
                                  model, q)
     close(dv_dq, numeric[:model.nv], "dv_plus_dq")
     close(dimpulse_dq, numeric[model.nv:], "dimpulses_dq")
+
+
+@pytest.mark.parametrize("name", ["solo12"] if JIT_DISABLED else ["solo12", "talos_reduced"])
+def test_second_order_derivatives_by_central_differences_of_the_first(name):
+    """rnea's and aba's second-order tensors (with external forces) against central differences of
+    the first-order derivatives (checked against Pinocchio above) through integrate: iterated
+    derivatives, d2[:, j, k] = d (d/dq_j) / dq_k, whose root block is not symmetric."""
+    model = dc.load_urdf(robot_urdf(name), root_joint="free_flyer")
+    data = model.create_data()
+    rng = np.random.default_rng(17)
+    q = dc.random_configuration(model, rng)
+    v, a, tau = rng.normal(size=(3, model.nv))
+    f_ext = np.zeros((model.nbodies, 6))
+    f_ext[5:] = rng.normal(size=(model.nbodies - 5, 6))
+    nv, eps = model.nv, 1e-6
+
+    def along(function, index, k):
+        """Central difference of function(...)[index] along the k-th tangent direction of q and of v."""
+        e = np.zeros(nv)
+        e[k] = eps
+        dq = (function(dc.integrate(model, q, e), v)[index].copy() - function(dc.integrate(model, q, -e), v)[index].copy())
+        dv = function(q, v + e)[index].copy() - function(q, v - e)[index].copy()
+        return dq / (2 * eps), dv / (2 * eps)
+
+    def close(analytic, numeric, what, tolerance=1e-6):
+        scale = max(1.0, np.abs(numeric).max())
+        assert np.abs(analytic - numeric).max() <= tolerance * scale, f"{what}: {np.abs(analytic - numeric).max():.2e}"
+
+    d2q, d2v, d2qv, dM = (x.copy() for x in dc.rnea_second_derivatives(model, data, q, v, a, f_ext))
+    first = lambda x, y: dc.rnea_derivatives(model, data, x, y, a, f_ext)  # noqa: E731
+    numeric = [[along(first, index, k) for k in range(nv)] for index in range(3)]
+    close(d2q, np.stack([numeric[0][k][0] for k in range(nv)], axis=2), "d2tau_dq2")
+    close(d2qv, np.stack([numeric[0][k][1] for k in range(nv)], axis=2), "d2tau_dqdv")
+    close(d2v, np.stack([numeric[1][k][1] for k in range(nv)], axis=2), "d2tau_dv2")
+    close(dM, np.stack([numeric[2][k][0] for k in range(nv)], axis=2), "dM_dq")
+    d2q, d2v, d2qv, dMinv = (x.copy() for x in dc.aba_second_derivatives(model, data, q, v, tau, f_ext))
+    first = lambda x, y: dc.aba_derivatives(model, data, x, y, tau, f_ext)  # noqa: E731
+    numeric = [[along(first, index, k) for k in range(nv)] for index in range(3)]
+    # forward dynamics: M^-1 amplifies the differences' round-off (cond(M) 8e3 and 9e4 here): 1e-5
+    close(d2q, np.stack([numeric[0][k][0] for k in range(nv)], axis=2), "d2ddq_dq2", 1e-5)
+    close(d2qv, np.stack([numeric[0][k][1] for k in range(nv)], axis=2), "d2ddq_dqdv", 1e-5)
+    close(d2v, np.stack([numeric[1][k][1] for k in range(nv)], axis=2), "d2ddq_dv2", 1e-5)
+    close(dMinv, np.stack([numeric[2][k][0] for k in range(nv)], axis=2), "dMinv_dq", 1e-5)
