@@ -101,7 +101,8 @@ FLOATING_ENTRY = {_entry.rnea: _floating_entry.rnea, _entry.rnea_ext: _floating_
                   _entry.crba: _floating_entry.crba, _entry.aba: _floating_entry.aba, _entry.aba_ext: _floating_entry.aba_ext,
                   _entry.forward_kinematics: _floating_entry.forward_kinematics, _entry.jacobian: _floating_entry.jacobian,
                   _entry.minverse: _floating_entry.minverse, _entry.rnea_derivatives: _floating_entry.rnea_derivatives,
-                  _entry.aba_derivatives: _floating_entry.aba_derivatives, _entry.centroidal: _floating_entry.centroidal}
+                  _entry.aba_derivatives: _floating_entry.aba_derivatives, _entry.centroidal: _floating_entry.centroidal,
+                  _entry.coriolis_matrix: _floating_entry.coriolis_matrix}
 for _kernel in FLOATING_ENTRY.values():
     strict(_kernel)
 # a fast call that gives way: argument types not compiled (TypeError; ValueError where Numba cannot
@@ -173,7 +174,8 @@ def non_finite_error(**arrays):
                       f"inputs {', '.join(named)} (largest {largest})")
 
 
-FLOATING_BASE_FUNCTIONS = ("rnea", "nonlinear_effects", "gravity", "crba", "aba", "minverse", "forward_kinematics",
+FLOATING_BASE_FUNCTIONS = ("rnea", "nonlinear_effects", "gravity", "crba", "aba", "minverse", "coriolis_matrix",
+                           "forward_kinematics",
                            "frame_pose", "jacobian", "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives",
                            "aba_second_derivatives", "regressor",
                            "constrained_dynamics", "impulse_dynamics", "their derivatives",
@@ -394,19 +396,21 @@ def coriolis_matrix(model, data, q, v):
     skew-symmetric  -> data.C."""
     if fast(_fast_coriolis_matrix, model, data, q, v):
         return data.C
-    q, v = checked_inputs(model, data, q=q, v=v)
+    q, v = checked_inputs(model, data, True, q=q, v=v)
     if entry_call(_entry.coriolis_matrix, model, data, q, v):
         return data.C
     G = model.coupling
     if G is not None:
         q_t, v_t, _ = coupled_tree_state(model, data, q, v)
+    elif model.root_joint is not None:   # the free flyer's six columns are one joint's
+        q_t, v_t = floating_tree_state(model, data, q, v)[0], v
     else:
         q_t, v_t = q, v
     C = data._C_tree
-    if not _coriolis.coriolis_matrix(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                     model._phi, q_t, v_t, data._R, data._p, data._oR, data._op, data._oS,
-                                     data._oV, data._oPsi, data._oIc, data._oBc, data._phi_world,
-                                     data._tmp6, C):
+    kernel = _coriolis.coriolis_matrix if model.root_joint is None else _coriolis.free_flyer_coriolis_matrix
+    if not kernel(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q_t, v_t, data._R,
+                  data._p, data._oR, data._op, data._oS, data._oV, data._oPsi, data._oIc, data._oBc,
+                  data._phi_world, data._tmp6, C):
         raise non_finite_error(q=q, v=v)
     if G is not None:
         coupled_result(data._C, G.T @ C @ G, q=q, v=v)

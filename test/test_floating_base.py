@@ -133,6 +133,8 @@ def test_dynamics(rel):
                      "rnea with f_ext")
         assert_close(dc.nonlinear_effects(m, d, q, v), ours(pin.nonLinearEffects(pm, pd, pq, pv)), "nle")
         assert_close(dc.gravity(m, d, q), ours(pin.computeGeneralizedGravity(pm, pd, pq)), "gravity")
+        assert_close(dc.coriolis_matrix(m, d, q, v), ours(pin.computeCoriolisMatrix(pm, pd, pq, pv), columns=True),
+                     "coriolis_matrix")
         upper = np.triu(pin.crba(pm, pd, pq))
         assert_close(dc.crba(m, d, q), ours(upper + np.triu(upper, 1).T, columns=True), "crba")
         expected = pin.aba(pm, pd, pq, pv, ptau).copy()
@@ -385,7 +387,7 @@ def test_what_a_floating_base_refuses():
     with pytest.raises(ValueError, match="f_ext rows 0-4 are the free flyer's massless bodies"):
         dc.rnea(model, data, q, v, v, f_ext)
     with pytest.raises(ValueError, match="does not take a model with a floating base yet"):
-        dc.coriolis_matrix(model, data, q, v)
+        dc.frame_velocity(model, data, q, v, "FL_FOOT")
     with pytest.raises(ValueError, match="joint terms act on the actuated joints only"):
         model.with_joint_dynamics(viscous=0.1)
     assert model.with_joint_dynamics(viscous=[0.0] * 6 + [0.1] * 12).viscous_friction[6:].tolist() == [0.1] * 12

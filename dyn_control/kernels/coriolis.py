@@ -5,10 +5,13 @@ B_k = 1/2 (V_k x* I_k + (I_k V_k) xbar - I_k V_k x), where (f) xbar m = m x* f
 (Echeandia and Wensing 2021). Columns of J_k are the joint screws oS_j of k's supports and
 those of Jdot_k are psi_j = oV_j x oS_j, so for a support a of body d (a = d allowed):
     C[a, d] = oS_a . (Ic_d psi_d + Bc_d oS_d),   C[d, a] = (Ic_d oS_d) . psi_a + (Bc_d^T oS_d) . oS_a
-with Ic_d, Bc_d the sums of I_k, B_k over the subtree of d.
+with Ic_d, Bc_d the sums of I_k, B_k over the subtree of d. The first `root_dofs` joints may be one
+multi-DoF joint, such as a free flyer's six (floating_base.py): the columns of one joint all turn
+with the twist of its last body, psi_j = oV_last x oS_j, and the formulas above give its block.
 """
 from ..jit import njit
 from ..spatial import body_coriolis, cross_motion, dot6, motion_to_parent, phi_to_parent_add, spatial_inertia_into
+from .free_flyer import FREE_FLYER_DOFS
 from .inputs import all_finite
 from .kinematics import body_poses
 
@@ -18,6 +21,21 @@ def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op
                     oIc, oBc, phi_world, tmp6, C):
     """C into `C`; returns False, computing nothing, when q or v is not finite, and False when C is
     not (overflow). phi_world (nb, 10): scratch for the bodies' parameters in the root frame."""
+    return _coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, 0, R, p, oR, op, oS, oV, oPsi,
+                            oIc, oBc, phi_world, tmp6, C)
+
+
+@njit(cache=True)
+def free_flyer_coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS, oV, oPsi,
+                               oIc, oBc, phi_world, tmp6, C):
+    """coriolis_matrix of a tree whose first six joints are a free flyer's (floating_base.py)."""
+    return _coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, FREE_FLYER_DOFS, R, p, oR, op, oS, oV,
+                            oPsi, oIc, oBc, phi_world, tmp6, C)
+
+
+@njit(cache=True, inline="always")
+def _coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, root_dofs, R, p, oR, op, oS, oV, oPsi,
+                     oIc, oBc, phi_world, tmp6, C):
     if not (all_finite(q) and all_finite(v)):
         return False
     nb = q.shape[0]
@@ -36,6 +54,8 @@ def coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op
         phi_to_parent_add(oR[i], op[i], phi[i], phi_world[i])
         spatial_inertia_into(phi_world[i], oIc[i])
         body_coriolis(oV[i], oIc[i], IV, oBc[i])
+    for i in range(root_dofs):
+        cross_motion(oV[root_dofs - 1], oS[i], oPsi[i])
     for i in range(nb - 1, -1, -1):
         j = parents[i]
         if j >= 0:

@@ -10,11 +10,13 @@ import math
 
 from ..jit import njit
 from ..model import FLOATING
-from .entry import (A_TREE, BASE_ACCEL, BASE_P, BASE_R, DATA_BASE_ACCEL, DDQ, DERIVATIVES_TREE, F_EXT_ZERO,
-                    FRAME_BODY, FRAME_P, FRAME_POSES, FRAME_R, G, HOME_P, HOME_R, JOINT_TERMS, MINV, NLE, OK,
-                    OP, OR, P, PARENTS, PHI, Q_TREE, R, REFUSED, SCREW_AXES, SUPPORT, TAU, TMP6, VDOT, ZERO, F,
-                    J, aba_derivatives_into, aba_into, centroidal_into, crba_into, cube, has, ints, mat, minverse_into,
-                    rnea_derivatives_into, rnea_into, status, vec)
+from .coriolis import free_flyer_coriolis_matrix
+from .entry import (A_TREE, BASE_ACCEL, BASE_P, BASE_R, C_MATRIX, DATA_BASE_ACCEL, DDQ, DERIVATIVES_TREE, F,
+                    FRAME_BODY, FRAME_P, FRAME_POSES, FRAME_R, F_EXT_ZERO, G, HOME_P, HOME_R, J, JOINT_TERMS,
+                    MINV, NLE, OBC, OIC, OK, OP, OPSI, OR, OS, OV, P, PARENTS, PHI, PHI_WORLD, Q_TREE, R,
+                    REFUSED, SCREW_AXES, SUPPORT, TAU, TMP6, VDOT, ZERO, aba_derivatives_into, aba_into,
+                    centroidal_into, crba_into, cube, has, ints, mat, minverse_into, rnea_derivatives_into,
+                    rnea_into, status, vec)
 from .free_flyer import (FREE_FLYER_DOFS, UNIT_TOLERANCE, base_state, bias_acceleration, correct_derivatives,
                          correct_forward_derivatives, world_jacobian, world_poses)
 from .joint_terms import add_joint_derivatives
@@ -121,6 +123,19 @@ def crba(model, data, q):
     if not fits(model, data, q, False):
         return REFUSED
     return crba_into(model, data, tree_q(model, data, q))
+
+
+@njit(cache=True, _nrt=False)
+def coriolis_matrix(model, data, q, v):
+    nb = int(model[0])
+    if not (fits(model, data, q, False) and joints_fit(nb, v, v)):
+        return REFUSED
+    return status(free_flyer_coriolis_matrix(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), tree_q(model, data, q), v, cube(data, R, nb, 3, 3),
+        mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3), mat(data, OS, nb, 6), mat(data, OV, nb, 6),
+        mat(data, OPSI, nb, 6), cube(data, OIC, nb, 6, 6), cube(data, OBC, nb, 6, 6), mat(data, PHI_WORLD, nb, 10),
+        mat(data, TMP6, 4, 6), mat(data, C_MATRIX, nb, nb)))
 
 
 @njit(cache=True, _nrt=False)
