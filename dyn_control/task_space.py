@@ -10,10 +10,13 @@ coupling matrix G (J = J_tree G, v_tree = G v).
 """
 import numpy as np
 
+from . import floating_base as _floating
 from .dynamics import (_FAST_REFUSED, _OK, _REFERENCES, as_finite_array, as_vector, checked_inputs, compiled_call,
-                       coupled_tree_state, crba, jacobian, non_finite_error, strict)
+                       coupled_tree_state, crba, floating_tree_state, jacobian, non_finite_error, strict)
 from .kernels import entry as _entry
 from .kernels import task_space as _ts
+from .model import FREE_FLYER_DOFS
+from .spatial import Ad, ad
 
 _fast_time_variation = strict(_entry.frame_jacobian_time_variation)
 
@@ -70,10 +73,13 @@ def _time_variation(model, data, q, v, frame, reference):
             return ws, code, q, v
     except (*_FAST_REFUSED, KeyError):
         pass
-    q, v = checked_inputs(model, data, q=q, v=v)
+    q, v = checked_inputs(model, data, True, q=q, v=v)
     f = model.frame_id(frame)
     code = _reference(reference)
     ws = _workspace(model, data)
+    if model.root_joint is not None:
+        _floating_time_variation(model, data, q, v, f, code, ws)
+        return ws, code, q, v
     if (model.coupling is None and compiled_call(_entry.frame_jacobian_time_variation, model._buf, data._buf, q, v,
                                                  f, code, ws.out) == _OK):
         return ws, code, q, v
@@ -84,6 +90,30 @@ def _time_variation(model, data, q, v, frame, reference):
             ws.J, ws.dJ, ws.velocity, ws.drift):
         raise non_finite_error(q=q, v=v)
     return ws, code, q, v
+
+
+def _floating_time_variation(model, data, q, v, f, code, ws):
+    """_time_variation of a free-flyer model: J and its variation along the joints' motion alone are the
+    tree twin's (floating_base.py), relative to the root link; the root's motion nu = v[:6] turns them:
+    "world" J = Ad_T J_root, dJ = Ad_T (ad_nu J_root + dJ_root); "local_world_aligned" J = R J_root,
+    dJ = R (w x J_root + dJ_root) per half (w = v[:3]); "local" needs neither."""
+    q_t = floating_tree_state(model, data, q, v)[0]
+    twin, twin_data = _floating.tree_twin(model, data)
+    joints_only = v.copy()
+    joints_only[:FREE_FLYER_DOFS] = 0.0
+    if not _ts.frame_jacobian_time_variation(
+            twin._parents, twin._screw_axes, twin._home_R, twin._home_p, q_t, joints_only, ws.path, twin_data._R,
+            twin_data._p, twin_data._oR, twin_data._op, ws.oV, twin._frame_body[f], twin._frame_R[f],
+            twin._frame_p[f], code, ws.J, ws.dJ, ws.velocity, ws.drift):
+        raise non_finite_error(q=q, v=v)
+    if code != _ts.LOCAL:
+        turn = ad(v[:FREE_FLYER_DOFS]) if code == _ts.WORLD else np.kron(np.eye(2), ad(v[:FREE_FLYER_DOFS])[:3, :3])
+        ws.dJ += turn @ ws.J
+        X = Ad(data._base_R, data._base_p) if code == _ts.WORLD else np.kron(np.eye(2), data._base_R)
+        ws.J[:] = X @ ws.J
+        ws.dJ[:] = X @ ws.dJ
+    np.dot(ws.J, v, out=ws.velocity)
+    np.dot(ws.dJ, v, out=ws.drift)
 
 
 def frame_jacobian_time_variation(model, data, q, v, frame, reference="local_world_aligned"):
