@@ -21,7 +21,7 @@ import numpy as np
 
 from . import floating_base as _floating
 from .dynamics import (aba, as_real_array, checked_inputs, coupled_result, coupled_tree_state, crba, entry_call, fast,
-                       floating_tree_state, non_finite_error, strict)
+                       floating_base_error, floating_tree_state, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
 from .kernels import free_flyer as _ff
@@ -234,6 +234,8 @@ def _batch_inputs(model, **arrays):
     q G^T + offset, v_tree = v G^T, ... for mimic coupling)."""
     if not isinstance(model, Model):
         raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
+    if model.root_joint is not None:
+        raise floating_base_error(model)
     nv = model.nv
     out = []
     for name, x in arrays.items():

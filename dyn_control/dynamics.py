@@ -174,14 +174,6 @@ def non_finite_error(**arrays):
                       f"inputs {', '.join(named)} (largest {largest})")
 
 
-FLOATING_BASE_FUNCTIONS = ("rnea", "nonlinear_effects", "gravity", "crba", "aba", "minverse", "coriolis_matrix",
-                           "forward_kinematics",
-                           "frame_pose", "jacobian", "rnea_derivatives", "aba_derivatives", "rnea_second_derivatives",
-                           "aba_second_derivatives", "regressor",
-                           "constrained_dynamics", "impulse_dynamics", "their derivatives",
-                           "the configuration space", "the centroidal functions")
-
-
 def check_model_data(model, data, floating_base=False):
     """A ValueError unless model is a Model and data its Data; a floating-base model only where the
     caller takes one (floating_base=True)."""
@@ -199,7 +191,7 @@ def check_model_data(model, data, floating_base=False):
 
 def floating_base_error(model):
     return ValueError(f"this function does not take a model with a floating base yet (robot {model.name!r}, "
-                      f"root_joint {model.root_joint!r}); those that do: {', '.join(FLOATING_BASE_FUNCTIONS)}")
+                      f"root_joint {model.root_joint!r}): every function but the batches does")
 
 
 def external_forces(model, data, f_ext):

@@ -395,6 +395,9 @@ class Model:
         if not np.all(np.isfinite(eta)):
             raise ValueError("eta has non-finite entries (NaN or inf)")
         eta = eta.reshape(nb, 6)
+        if self.root_joint is not None and np.any(eta[:FREE_FLYER_DOFS]):
+            raise ValueError(f"eta of the free flyer's coordinates ({', '.join(self.joint_names[:FREE_FLYER_DOFS])}) "
+                             "must be zero: they have no screw of their own")
         screws = np.empty((nb, 6))
         for i in range(nb):
             T = exp_se3(eta[i])

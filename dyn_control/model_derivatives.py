@@ -10,11 +10,12 @@ import os
 
 import numpy as np
 
-from .dynamics import (checked_inputs, coupled_result, coupled_tree_state, non_finite_error)
+from . import floating_base as _floating
+from .dynamics import checked_inputs, coupled_result, coupled_tree_state, floating_tree_state, non_finite_error
 from .inertia.mesh import mesh_inertia
 from .inertia.parameters import transform_phi
 from .kernels import twist_derivatives as _twist
-from .model import Model
+from .model import FREE_FLYER_DOFS, Model
 
 
 def _twist_derivatives_tree(model, data, q, v, a, f_ext, out):
@@ -31,8 +32,16 @@ def twist_derivatives(model, data, q, v, a, f_ext=None):
     mimic coupling), for the joint screws perturbed as S_i <- Ad_{exp(eta_i)} S_i
     (`Model.with_twist_perturbation`): column 6 i + k is component k of eta_i = [w; v], in joint
     i's frame at q_i = 0. f_ext: None or (nbodies, 6), each body's spatial force [n; f] in its own
-    frame (it moves with the body)."""
-    q, v, a, f_ext = checked_inputs(model, data, q=q, v=v, a=a, f_ext=f_ext)
+    frame (it moves with the body). A free flyer's six coordinates have no screw of their own: their
+    columns are zero, the others the tree twin's (floating_base.py)."""
+    q, v, a, f_ext = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
+    if model.root_joint is not None:
+        q_t, a_t = floating_tree_state(model, data, q, v, a, f_ext=f_ext)
+        twin, twin_data = _floating.tree_twin(model, data)
+        data._dtau_deta[:] = _twist_derivatives_tree(twin, twin_data, q_t.copy(), v, a_t.copy(), f_ext,
+                                                     twin_data._dtau_deta)
+        data._dtau_deta[:, :6 * FREE_FLYER_DOFS] = 0.0
+        return data.dtau_deta
     G = model.coupling
     if G is None:
         _twist_derivatives_tree(model, data, q, v, a, f_ext, data._dtau_deta)

@@ -425,7 +425,9 @@ def test_what_a_floating_base_refuses():
     with pytest.raises(ValueError, match="f_ext rows 0-4 are the free flyer's massless bodies"):
         dc.rnea(model, data, q, v, v, f_ext)
     with pytest.raises(ValueError, match="does not take a model with a floating base yet"):
-        dc.twist_derivatives(model, data, q, v, v)
+        dc.rnea_batch(model, q[None], v[None], v[None])
+    with pytest.raises(ValueError, match="eta of the free flyer's coordinates .* must be zero"):
+        model.with_twist_perturbation(np.ones((model.nbodies, 6)))
     with pytest.raises(ValueError, match="joint terms act on the actuated joints only"):
         model.with_joint_dynamics(viscous=0.1)
     assert model.with_joint_dynamics(viscous=[0.0] * 6 + [0.1] * 12).viscous_friction[6:].tolist() == [0.1] * 12
@@ -576,3 +578,27 @@ def test_second_order_derivatives_by_central_differences_of_the_first(name):
     close(d2qv, np.stack([numeric[0][k][1] for k in range(nv)], axis=2), "d2ddq_dqdv", 1e-5)
     close(d2v, np.stack([numeric[1][k][1] for k in range(nv)], axis=2), "d2ddq_dv2", 1e-5)
     close(dMinv, np.stack([numeric[2][k][0] for k in range(nv)], axis=2), "dMinv_dq", 1e-5)
+
+
+@pytest.mark.parametrize("name", ["solo12", "talos_reduced"])
+def test_twist_derivatives_by_central_differences(name):
+    """d tau / d eta of the joints' screws (with external forces) against central differences of rnea
+    on Model.with_twist_perturbation; the free flyer's columns are zero."""
+    model = dc.load_urdf(robot_urdf(name), root_joint="free_flyer")
+    data = model.create_data()
+    rng = np.random.default_rng(19)
+    q = dc.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    f_ext = np.zeros((model.nbodies, 6))
+    f_ext[5:] = rng.normal(size=(model.nbodies - 5, 6))
+    analytic = dc.twist_derivatives(model, data, q, v, a, f_ext).copy()
+    assert not np.any(analytic[:, :36])
+    eps = 1e-6
+    for column in range(36, 6 * model.nbodies, 7):   # every joint, each of its six components in turn
+        eta = np.zeros(6 * model.nbodies)
+        eta[column] = eps
+        plus, minus = model.with_twist_perturbation(eta), model.with_twist_perturbation(-eta)
+        numeric = (dc.rnea(plus, plus.create_data(), q, v, a, f_ext) - dc.rnea(minus, minus.create_data(), q, v, a, f_ext))
+        numeric /= 2 * eps
+        scale = max(1.0, np.abs(numeric).max())
+        assert np.abs(analytic[:, column] - numeric).max() <= 1e-6 * scale, f"column {column}"
