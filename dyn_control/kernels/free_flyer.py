@@ -13,9 +13,9 @@ a_tree[:6] + b(nu).
 import math
 
 from ..jit import njit
+from ..model import FREE_FLYER_DOFS
 from .kinematics import LOCAL, WORLD
 
-FREE_FLYER_DOFS = 6
 UNIT_TOLERANCE = 1e-9   # | |quaternion| - 1 | accepted in an input (configuration.normalize fixes the rest)
 
 
