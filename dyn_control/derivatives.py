@@ -21,7 +21,7 @@ import numpy as np
 
 from . import floating_base as _floating
 from .dynamics import (aba, as_real_array, checked_inputs, coupled_result, coupled_tree_state, crba, entry_call, fast,
-                       floating_base_error, floating_tree_state, non_finite_error, strict)
+                       floating_tree_state, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
 from .kernels import free_flyer as _ff
@@ -29,7 +29,7 @@ from .kernels import joint_terms as _joint
 from .kernels import minverse as _minverse
 from .kernels import regressor as _regressor
 from .kernels import rnea_derivatives as _rnea_derivatives
-from .model import Model
+from .model import FREE_FLYER_DOFS, Model
 
 # fast paths: one strict compiled call (see dynamics.py)
 _fast_regressor = strict(_entry.regressor)
@@ -70,6 +70,7 @@ def regressor(model, data, q, v, a, joint_terms=False):
         q_t, a_t = floating_tree_state(model, data, q, v, a)
         out = data._Y_full if joint_terms else data._Y
         out[:] = regressor(*_floating.tree_twin(model, data), q_t.copy(), v, a_t.copy(), joint_terms)
+        out[:, _free_flyer_columns(model, joint_terms)] = 0.0
         return data.Y_full if joint_terms else data.Y
     if not entry_call(_entry.regressor_full if joint_terms else _entry.regressor, model, data, q, v, a):
         G = model.coupling
@@ -230,26 +231,53 @@ def _threads(workers):
 
 
 def _batch_inputs(model, **arrays):
-    """The arrays as contiguous float64 (T, nv) with one T, plus their tree coordinates (q_tree =
-    q G^T + offset, v_tree = v G^T, ... for mimic coupling)."""
+    """The arrays as contiguous float64 (T, nv) (q: (T, nq)) with one T, plus their tree coordinates
+    (q_tree = q G^T + offset, v_tree = v G^T, ... for mimic coupling; a free flyer's: _floating_batch)."""
     if not isinstance(model, Model):
         raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
-    if model.root_joint is not None:
-        raise floating_base_error(model)
-    nv = model.nv
     out = []
     for name, x in arrays.items():
-        x = as_real_array(name, x, f"a (T, {nv}) array of real numbers")
+        n = model.nq if name == "q" else model.nv
+        x = as_real_array(name, x, f"a (T, {n}) array of real numbers")
         T = out[0].shape[0] if out else (x.shape[0] if x.ndim == 2 else "T")
-        if x.shape != (T, nv):
+        if x.shape != (T, n):
             like = f" like {next(iter(arrays))}" if out else ""
-            raise ValueError(f"{name} must have shape ({T}, {nv}){like}, got {x.shape}")
+            raise ValueError(f"{name} must have shape ({T}, {n}){like}, got {x.shape}")
         out.append(x)
+    if model.root_joint is not None:
+        return out, _floating_batch(model, arrays, out)
     if model.coupling is None:
         return out, out
     G = model.coupling
     tree = [out[0] @ G.T + model.coupling_offset] + [x @ G.T for x in out[1:]]
     return out, tree
+
+
+def _floating_batch(model, arrays, out):
+    """A free flyer's samples as the gravity-free twin's (floating_base.batch_tree_state): q_tree, v, the
+    accelerations with gravity and -b moved in, tau; the finite ones, else a ValueError naming them."""
+    checked = dict(zip(arrays, out))
+    if not all(np.all(np.isfinite(x)) for x in checked.values()):
+        _checked_batch(None, np.all([np.all(np.isfinite(x), axis=1) for x in out], axis=0), **checked)
+    q_t, _, a_t = _floating.batch_tree_state(model, checked["q"], checked["v"], checked.get("a"))
+    return [q_t if name == "q" else a_t if name == "a" else x for name, x in checked.items()]
+
+
+def _free_flyer_columns(model, joint_terms):
+    """The regressor's columns of a free flyer's five massless bodies and, with joint terms, of its six
+    coordinates' joint terms: zero, as they are no parameters of the robot (Model.with_joint_dynamics
+    refuses joint terms there); none without a free flyer."""
+    if model.root_joint is None:
+        return np.zeros(0, dtype=np.int64)
+    massless = np.arange(10 * (FREE_FLYER_DOFS - 1))
+    if not joint_terms:
+        return massless
+    return np.r_[massless, 10 * model.nbodies + np.arange(3 * FREE_FLYER_DOFS)]
+
+
+def _kernel_model(model):
+    """The model whose arrays the batch kernels take: a free flyer's gravity-free twin."""
+    return model if model.root_joint is None else _floating.batch_twin(model)
 
 
 def _checked_batch(result, ok, **arrays):
@@ -276,9 +304,10 @@ def rnea_batch(model, q, v, a, workers=None):
     T = q.shape[0]
     tau = np.empty((T, model.nbodies))
     ok = np.empty(T, dtype=np.bool_)
+    m = _kernel_model(model)
     with _threads(workers):
-        _batch.rnea_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
-                          model._joint_terms, model._base_accel, q_t, v_t, a_t, tau, ok)
+        _batch.rnea_batch(m._parents, m._screw_axes, m._home_R, m._home_p, m._phi, m._joint_terms, m._base_accel,
+                          q_t, v_t, a_t, tau, ok)
     _checked_batch(tau, ok, q=q, v=v, a=a)
     if model.coupling is None:
         return tau
@@ -292,8 +321,8 @@ def aba_batch(model, q, v, tau, workers=None):
     mimic coupling (no articulated-body recursion: `aba` solves with the reduced M) run the single
     calls one after the other."""
     workers = _workers(workers)
-    (q, v, tau), _ = _batch_inputs(model, q=q, v=v, tau=tau)
-    T, nv = q.shape
+    (q, v, tau), (q_t, _, _) = _batch_inputs(model, q=q, v=v, tau=tau)
+    T, nv = v.shape
     if model.coupling is not None:
         data = model.create_data()
         ddq = np.empty((T, nv))
@@ -305,14 +334,19 @@ def aba_batch(model, q, v, tau, workers=None):
         return ddq
     ddq = np.empty((T, nv))
     status = np.empty(T, dtype=np.int8)
+    m = _kernel_model(model)
     with _threads(workers), np.errstate(divide="ignore", invalid="ignore"):  # D_i = 0 without the JIT
-        _batch.aba_batch(model._parents, model._screw_axes, model._home_R, model._home_p, model._phi,
-                         model._joint_terms, model._base_accel, q, v, tau, ddq, status)
+        _batch.aba_batch(m._parents, m._screw_axes, m._home_R, m._home_p, m._phi, m._joint_terms, m._base_accel,
+                         q_t, v, tau, ddq, status)
     singular = np.flatnonzero(status == _batch.SINGULAR)
     if singular.size and not np.any(status == _batch.NON_FINITE):
         raise ValueError(f"forward dynamics undefined: M(q) is singular (a subtree without inertia about its "
                          f"joint axis) at samples {singular.tolist()}")
-    return _checked_batch(ddq, status == _batch.OK, q=q, v=v, tau=tau)
+    ddq = _checked_batch(ddq, status == _batch.OK, q=q, v=v, tau=tau)
+    if model.root_joint is not None:   # the twin's acceleration less gravity, plus the chain's b
+        a_g = _floating.batch_tree_state(model, q, v)[1]
+        ddq[:, :FREE_FLYER_DOFS] += _floating.batch_bias(v) - a_g
+    return ddq
 
 
 def rnea_derivatives_batch(model, q, v, a, workers=None):
@@ -324,10 +358,14 @@ def rnea_derivatives_batch(model, q, v, a, workers=None):
     T, nb = q.shape[0], model.nbodies
     out = np.empty((T, 3, nb, nb))
     ok = np.empty(T, dtype=np.bool_)
+    m = _kernel_model(model)
     with _threads(workers):
-        _batch.rnea_derivatives_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                      model._phi, model._joint_terms, model._base_accel, q_t, v_t, a_t, out, ok)
+        _batch.rnea_derivatives_batch(m._parents, m._screw_axes, m._home_R, m._home_p, m._phi, m._joint_terms,
+                                      m._base_accel, q_t, v_t, a_t, out, ok)
     _checked_batch(out, ok, q=q, v=v, a=a)
+    if model.root_joint is not None:
+        a_g = _floating.batch_tree_state(model, q, v)[1]
+        _floating.batch_correct_derivatives(out[:, 0], out[:, 1], out[:, 2], a_g, v)
     if model.coupling is not None:
         G = model.coupling
         out = _checked_batch(G.T @ out @ G, None, q=q, v=v, a=a)
@@ -352,10 +390,12 @@ def regressor_batch(model, q, v, a, joint_terms=False, workers=None, out=None):
         _check_out(out, shape, q=q, v=v, a=a)
     Y = out if out is not None and model.coupling is None else np.empty((T, nb, shape[2]))
     ok = np.empty(T, dtype=np.bool_)
+    m = _kernel_model(model)
     with _threads(workers):
-        _batch.regressor_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
-                               model._base_accel, *_batch.pair_table(model._parents)[:2], q_t, v_t, a_t, Y, ok)
+        _batch.regressor_batch(m._parents, m._screw_axes, m._home_R, m._home_p, m._base_accel,
+                               *_batch.pair_table(m._parents)[:2], q_t, v_t, a_t, Y, ok)
     _checked_batch(Y, ok, q=q, v=v, a=a)
+    Y[:, :, _free_flyer_columns(model, joint_terms)] = 0.0
     if model.coupling is None:
         return Y
     return _checked_batch(np.matmul(model.coupling.T, Y, out=out), None, q=q, v=v, a=a)
@@ -427,11 +467,14 @@ def regressor_normal_equations(model, q, v, a, tau, joint_terms=True, workers=No
     A = np.empty((P, P))
     b = np.empty(P)
     ok = np.ones(T, dtype=np.bool_)
+    m = _kernel_model(model)
     with _threads(workers):
-        _batch.normal_equations_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                      model._base_accel, coupling, pair_body, pair_row, terms, joint_block_terms,
-                                      joint_pairs, q_t, v_t, a_t, tau, A_parts, b_parts, A, b, ok)
+        _batch.normal_equations_batch(m._parents, m._screw_axes, m._home_R, m._home_p, m._base_accel, coupling,
+                                      pair_body, pair_row, terms, joint_block_terms, joint_pairs, q_t, v_t, a_t,
+                                      tau, A_parts, b_parts, A, b, ok)
     _checked_batch(None, ok, q=q, v=v, a=a)
+    columns = _free_flyer_columns(model, joint_terms)   # zero columns of Y: zero rows and columns here
+    A[columns] = A[:, columns] = b[columns] = 0.0
     return _finite_sums((A, b), q=q, v=v, a=a, tau=tau)
 
 
@@ -454,14 +497,20 @@ def residual_gradient_batch(model, q, v, a, tau, phi=None, joint_terms=True, wor
     if not np.all(np.isfinite(phi)):
         bad = np.flatnonzero(~np.isfinite(phi)).tolist()
         raise ValueError(f"phi has non-finite entries (NaN or inf) at indices {bad}")
+    columns = _free_flyer_columns(model, joint_terms)   # zero columns of Y: phi there counts for nothing
+    if columns.size:
+        phi = phi.copy()
+        phi[columns] = 0.0
     T = q.shape[0]
     g_parts = np.empty((_wave(P), P))
     grad = np.empty(P)
     ok = np.ones(T, dtype=np.bool_)
+    m = _kernel_model(model)
     with _threads(workers):
-        value = _batch.residual_gradient_batch(model._parents, model._screw_axes, model._home_R, model._home_p,
-                                               model._base_accel, coupling, pair_body, pair_row, q_t, v_t, a_t, tau,
+        value = _batch.residual_gradient_batch(m._parents, m._screw_axes, m._home_R, m._home_p, m._base_accel,
+                                               coupling, pair_body, pair_row, q_t, v_t, a_t, tau,
                                                phi, g_parts, grad, ok)
     _checked_batch(None, ok, q=q, v=v, a=a)
+    grad[columns] = 0.0
     value, grad = _finite_sums((np.float64(value), grad), q=q, v=v, a=a, tau=tau, phi=phi)
     return float(value), grad

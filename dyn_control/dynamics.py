@@ -190,8 +190,9 @@ def check_model_data(model, data, floating_base=False):
 
 
 def floating_base_error(model):
-    return ValueError(f"this function does not take a model with a floating base yet (robot {model.name!r}, "
-                      f"root_joint {model.root_joint!r}): every function but the batches does")
+    return ValueError(f"this function takes fixed-base models only, not robot {model.name!r} with root_joint "
+                      f"{model.root_joint!r} (the library's functions take both; dyn_control.control's laws and "
+                      "estimators and the closed-chain mappings are for fixed bases)")
 
 
 def external_forces(model, data, f_ext):

@@ -75,3 +75,72 @@ def bias_jacobian(v):
     out = np.empty((6, 6))
     _ff.bias_jacobian(v, out)
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Batches (derivatives.py): T samples through the batch kernels of a gravity-free twin. At the chain's
+# zero position the tree's root acceleration and the free flyer's six accelerations enter alike, so
+# gravity, which turns with each sample's root, is moved into the accelerations: a_tree = a - [b; 0] +
+# a_g, the tree without gravity.
+
+
+def motion_cross(x, y):
+    """x x y of two motion vectors [w; v] (6,)."""
+    return np.concatenate([np.cross(x[:3], y[:3]), np.cross(x[:3], y[3:]) + np.cross(x[3:], y[:3])])
+
+
+UNIT = np.eye(FREE_FLYER_DOFS)
+CROSSES = np.array([[motion_cross(UNIT[k], UNIT[i]) for i in range(FREE_FLYER_DOFS)]
+                    for k in range(FREE_FLYER_DOFS)])     # [k, i] = e_k x e_i
+_UPPER = np.triu(np.ones((FREE_FLYER_DOFS, FREE_FLYER_DOFS)), 1)   # [k, i] = 1 for k < i
+
+
+def batch_twin(model):
+    """The model's fixed-base twin without gravity, made once per model."""
+    twin = model.__dict__.get("_batch_twin")
+    if twin is None:
+        twin = model.__dict__["_batch_twin"] = model._replace(root_joint=None, gravity=np.zeros(3))
+    return twin
+
+
+def batch_tree_state(model, q, v, a=None):
+    """For T free-flyer samples (finite, checked for shape): q_tree (T, nv), the base acceleration of
+    gravity a_g (T, 6) in each root link's frame, and with a: a_tree = a - [b(nu); 0] + a_g for the
+    gravity-free twin. A ValueError names the samples whose quaternion is not a unit one."""
+    norms = np.linalg.norm(q[:, 3:7], axis=1)
+    bad = np.flatnonzero(~(np.abs(norms - 1.0) <= UNIT_TOLERANCE))
+    if bad.size:
+        raise ValueError(f"q[:, 3:7], the free flyer's orientation (x, y, z, w), must be a unit quaternion at "
+                         f"samples {bad.tolist()} (norms {norms[bad].tolist()}): normalize them first")
+    T, nv = v.shape
+    x, y, z, w = q[:, 3:7].T
+    R = np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+                  2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                  2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], axis=1).reshape(T, 3, 3)
+    a_g = np.zeros((T, 6))
+    a_g[:, 3:] = np.einsum("tkr,k->tr", R, model.base_accel[3:])
+    q_tree = np.zeros((T, nv))
+    q_tree[:, FREE_FLYER_DOFS:] = q[:, 7:]
+    if a is None:
+        return q_tree, a_g, None
+    a_tree = a.copy()
+    a_tree[:, :FREE_FLYER_DOFS] += a_g - batch_bias(v)
+    return q_tree, a_g, a_tree
+
+
+def batch_bias(v):
+    """b(nu) (T, 6) = sum_{k < i} (e_k x e_i) nu_k nu_i of each sample's nu = v[t, :6]."""
+    nu = v[:, :FREE_FLYER_DOFS]
+    return np.einsum("kir,ki,tk,ti->tr", CROSSES, _UPPER, nu, nu)
+
+
+def batch_correct_derivatives(dtau_dq, dtau_dv, M, a_g, v):
+    """The tree's derivatives (T, nv, nv) as the free flyer's, in place (as correct_derivatives per
+    sample): dq[:, :, :6] = M[:, :, :6] ad(a_g), dv[:, :, :6] -= M[:, :, :6] db/dnu."""
+    nu = v[:, :FREE_FLYER_DOFS]
+    # ad(a_g) e_j = a_g x e_j = sum_k a_g[k] e_k x e_j; db/dnu_j = sum_{i > j} e_j x e_i nu_i + sum_{k < j} e_k x e_j nu_k
+    turned = np.einsum("kjr,tk->trj", CROSSES, a_g)
+    bias = np.einsum("jir,ji,ti->trj", CROSSES, _UPPER, nu) + np.einsum("kjr,kj,tk->trj", CROSSES, _UPPER, nu)
+    base = M[:, :, :FREE_FLYER_DOFS]
+    dtau_dq[:, :, :FREE_FLYER_DOFS] = base @ turned
+    dtau_dv[:, :, :FREE_FLYER_DOFS] -= base @ bias

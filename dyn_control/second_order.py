@@ -73,14 +73,15 @@ def _floating_second(model, data, q, v, a, f_ext):
     _ff.correct_derivatives(M, data._base_accel, v, dtau_dq, dtau_dv, data._tmp6)
     n = _ff.FREE_FLYER_DOFS
     M_base, dM_base = M[:, :n], dM[:, :n, :]               # dM_base[:, c, k] = d M[:, c] / dq_k
-    turned = np.zeros((n, n))                               # a_g x e_j, and its turning -(e_k x a_g) x e_j
-    spin = np.zeros((n, n, n))
-    for j in range(n):
-        turned[:, j] = _cross(data._base_accel, np.eye(n)[j])
-        for k in range(3):
-            spin[:, j, k] = _cross(-_cross(np.eye(n)[k], data._base_accel), np.eye(n)[j])
+    crosses = _floating.CROSSES                             # [k, j] = e_k x e_j
+    a_g = data._base_accel
+    turned = np.einsum("k,kjr->rj", a_g, crosses)           # a_g x e_j
+    # a rotation e_k of the root turns a_g by -(e_k x a_g): spin[:, j, k] = -(e_k x a_g) x e_j
+    turning = np.einsum("s,ksr->kr", a_g, crosses)          # e_k x a_g
+    spin = -np.einsum("kr,rjs->sjk", turning, crosses)
+    spin[:, :, 3:] = 0.0                                    # translations change nothing
     # q: joint-joint is the twin's; root-joint and joint-root through dM[:, :6] (a_g x e_j); root-root
-    # through the turning of a_g (translations change nothing)
+    # through the turning of a_g
     d2q[:, :n, n:] = np.einsum("ick,cj->ijk", dM_base[:, :, n:], turned)
     d2q[:, n:, :n] = d2q[:, :n, n:].transpose(0, 2, 1)
     d2q[:, :n, :n] = np.einsum("ic,cjk->ijk", M_base, spin)
@@ -92,18 +93,14 @@ def _floating_second(model, data, q, v, a, f_ext):
     return dtau_dq, dtau_dv, M
 
 
-def _cross(x, y):
-    """The motion cross product x x y of two 6-vectors [w; v]."""
-    return np.concatenate([np.cross(x[:3], y[:3]), np.cross(x[:3], y[3:]) + np.cross(x[3:], y[:3])])
-
-
 def _bias_hessian():
-    """d2 b / dnu_j dnu_k (6, 6, 6) of the chain's velocity product b (kernels/free_flyer.py)."""
+    """d2 b / dnu_j dnu_k (6, 6, 6) of the chain's velocity product b (kernels/free_flyer.py):
+    e_min(j,k) x e_max(j,k), zero for j = k."""
     out = np.zeros((6, 6, 6))
     for j in range(6):
         for k in range(6):
             if j != k:
-                out[:, j, k] = _cross(np.eye(6)[min(j, k)], np.eye(6)[max(j, k)])
+                out[:, j, k] = _floating.CROSSES[min(j, k), max(j, k)]
     return out
 
 

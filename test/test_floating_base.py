@@ -238,8 +238,8 @@ def test_derivatives(rel):
 @pytest.mark.parametrize("rel", ROBOTS)
 def test_regressor(rel):
     """The joint torque regressor against Pinocchio's computeJointTorqueRegressor (its root joint's
-    columns are the root link's, body 5 here; the free flyer's massless bodies have columns of their
-    own), and Y @ parameters is rnea with the joint terms."""
+    columns are the root link's, body 5 here; the free flyer's massless bodies' columns are zero), and
+    Y @ parameters is rnea with the joint terms."""
     r = robot(rel)
     m, d, pm, pd = r.model, r.data, r.pin_model, r.pin_data
     back = np.argsort(order(m.nv))
@@ -248,6 +248,7 @@ def test_regressor(rel):
         expected = pin.computeJointTorqueRegressor(pm, pd, r.pin_q(q), v[back], a[back])
         expected = expected.reshape(m.nv, m.nbodies - 5, 10)[:, :, OURS_FROM_PIN_PARAM].reshape(m.nv, -1)
         assert_close(Y[:, 50:], ours(expected), "regressor")
+        assert not np.any(Y[:, :50])
         assert_close(Y @ m.inertial_parameters(), dc.rnea(m, d, q, v, a), "Y phi")
         actuated = np.r_[np.zeros(6), np.ones(m.nv - 6)]
         model = m.with_joint_dynamics(armature=0.1 * actuated, viscous=0.2 * actuated, coulomb=0.3 * actuated)
@@ -424,10 +425,12 @@ def test_what_a_floating_base_refuses():
     f_ext[2, 4] = 1.0
     with pytest.raises(ValueError, match="f_ext rows 0-4 are the free flyer's massless bodies"):
         dc.rnea(model, data, q, v, v, f_ext)
-    with pytest.raises(ValueError, match="does not take a model with a floating base yet"):
-        dc.rnea_batch(model, q[None], v[None], v[None])
+    with pytest.raises(ValueError, match=r"unit quaternion at samples \[1\]"):
+        dc.rnea_batch(model, np.stack([q, np.r_[q[:3], 2 * q[3:7], q[7:]]]), np.zeros((2, 18)), np.zeros((2, 18)))
     with pytest.raises(ValueError, match="eta of the free flyer's coordinates .* must be zero"):
         model.with_twist_perturbation(np.ones((model.nbodies, 6)))
+    with pytest.raises(ValueError, match="takes fixed-base models only"):
+        dc.control.wrench_from_joint_torque(model, data, q, v, "FL_FOOT")
     with pytest.raises(ValueError, match="joint terms act on the actuated joints only"):
         model.with_joint_dynamics(viscous=0.1)
     assert model.with_joint_dynamics(viscous=[0.0] * 6 + [0.1] * 12).viscous_friction[6:].tolist() == [0.1] * 12
@@ -602,3 +605,46 @@ def test_twist_derivatives_by_central_differences(name):
         numeric /= 2 * eps
         scale = max(1.0, np.abs(numeric).max())
         assert np.abs(analytic[:, column] - numeric).max() <= 1e-6 * scale, f"column {column}"
+
+
+@pytest.mark.parametrize("name", ["solo12", "talos_reduced"])
+def test_batches_are_the_single_calls(name):
+    """rnea, aba, rnea_derivatives and the regressor over samples, and identification's reductions,
+    against the single calls (checked against Pinocchio above), to 1e-9: the batches move each sample's
+    gravity into the accelerations of a gravity-free twin, the single calls turn it into the root
+    link's frame. The regressor's columns of the free flyer's massless bodies and joint terms are zero."""
+    model = dc.load_urdf(robot_urdf(name), root_joint="free_flyer")
+    actuated = np.r_[np.zeros(6), np.ones(model.nv - 6)]
+    model = model.with_joint_dynamics(armature=0.05 * actuated, viscous=0.1 * actuated, coulomb=0.2 * actuated)
+    data = model.create_data()
+    rng = np.random.default_rng(23)
+    T = 6
+    q = np.stack([dc.random_configuration(model, rng) for _ in range(T)])
+    v, a, tau = rng.normal(size=(3, T, model.nv))
+
+    def close(batch, single, what):
+        single = np.asarray(single)
+        scale = max(1.0, np.abs(single).max())
+        assert np.abs(batch - single).max() <= 1e-9 * scale, f"{what}: {np.abs(batch - single).max():.2e}"
+
+    tau_b = dc.rnea_batch(model, q, v, a)
+    ddq_b = dc.aba_batch(model, q, v, tau)
+    derivatives_b = dc.rnea_derivatives_batch(model, q, v, a)
+    Y_b = dc.regressor_batch(model, q, v, a, joint_terms=True)
+    for t in range(T):
+        close(tau_b[t], dc.rnea(model, data, q[t], v[t], a[t]), "rnea_batch")
+        close(ddq_b[t], dc.aba(model, data, q[t], v[t], tau[t]), "aba_batch")
+        for batch, single, what in zip(derivatives_b, dc.rnea_derivatives(model, data, q[t], v[t], a[t]),
+                                       ("dtau_dq", "dtau_dv", "M")):
+            close(batch[t], single, what + " batch")
+        close(Y_b[t], dc.regressor(model, data, q[t], v[t], a[t], joint_terms=True), "regressor_batch")
+    assert not np.any(Y_b[:, :, 10 * model.nbodies:10 * model.nbodies + 18]) and not np.any(Y_b[:, :, :50])
+    close(Y_b @ model.parameters(), tau_b, "Y theta")
+    YtY, Ytau = dc.regressor_normal_equations(model, q, v, a, tau)
+    close(YtY, np.einsum("tip,tiq->pq", Y_b, Y_b), "YtY")
+    close(Ytau, np.einsum("tip,ti->p", Y_b, tau), "Ytau")
+    phi = model.parameters() * 1.1
+    value, gradient = dc.residual_gradient_batch(model, q, v, a, tau, phi)
+    residual = Y_b @ phi - tau
+    close(value, 0.5 * np.sum(residual ** 2), "residual")
+    close(gradient, np.einsum("tip,ti->p", Y_b, residual), "gradient")
