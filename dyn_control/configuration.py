@@ -33,25 +33,26 @@ def _model(model):
     return model
 
 
-def _configuration(model, name, q):
-    """q as a finite float64 (nq,) array; a free flyer's quaternion a unit one, else a ValueError."""
-    x = as_real_array(name, q, f"an array of {model.nq} real numbers")
-    if x.shape != (model.nq,):
-        raise ValueError(f"{name} must have shape ({model.nq},), got {x.shape}")
+def _vector(name, x, n):
+    """x as a finite float64 (n,) array, else a ValueError naming it."""
+    x = as_real_array(name, x, f"an array of {n} real numbers")
+    if x.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} has non-finite entries (NaN or inf) at indices {np.flatnonzero(~np.isfinite(x)).tolist()}")
+    return x
+
+
+def _configuration(model, name, q):
+    """q (nq,) finite, a free flyer's quaternion a unit one, else a ValueError."""
+    x = _vector(name, q, model.nq)
     if model.root_joint is not None:
         check_quaternion(name, x)
     return x
 
 
 def _tangent(model, name, v):
-    x = as_real_array(name, v, f"an array of {model.nv} real numbers")
-    if x.shape != (model.nv,):
-        raise ValueError(f"{name} must have shape ({model.nv},), got {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} has non-finite entries (NaN or inf) at indices {np.flatnonzero(~np.isfinite(x)).tolist()}")
-    return x
+    return _vector(name, v, model.nv)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import math
 from ..jit import njit
 from ..model import FREE_FLYER_DOFS
 from .kinematics import LOCAL, WORLD
+from .task_space import quaternion_to_rotation
 
 UNIT_TOLERANCE = 1e-9   # | |quaternion| - 1 | accepted in an input (configuration.normalize fixes the rest)
 
@@ -69,17 +70,7 @@ def base_state(q, world_accel, R, p, base_accel, q_tree):
     q[3:7] (x, y, z, w) and position p = q[:3] in the world, the base acceleration
     base_accel = R^T world_accel = [0; -R^T g] (the model's base acceleration [0; -g], gravity seen in
     the root link's frame) and the tree's joint positions q_tree = [0 (6); q[7:]]."""
-    x, y, z, w = q[3], q[4], q[5], q[6]
-    s = 2.0 / (x * x + y * y + z * z + w * w)
-    R[0, 0] = 1.0 - s * (y * y + z * z)
-    R[0, 1] = s * (x * y - z * w)
-    R[0, 2] = s * (x * z + y * w)
-    R[1, 0] = s * (x * y + z * w)
-    R[1, 1] = 1.0 - s * (x * x + z * z)
-    R[1, 2] = s * (y * z - x * w)
-    R[2, 0] = s * (x * z - y * w)
-    R[2, 1] = s * (y * z + x * w)
-    R[2, 2] = 1.0 - s * (x * x + y * y)
+    quaternion_to_rotation(q[3:7], R)
     for r in range(3):
         p[r] = q[r]
         base_accel[r] = 0.0
