@@ -42,12 +42,11 @@ from scipy.linalg import cho_solve
 from . import floating_base as _floating
 from .derivatives import rnea_derivatives
 from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, checked_inputs, compiled_call, crba,
-                       floating_tree_state,
-                       non_finite_error, nonlinear_effects, strict)
+                       floating_tree_state, non_finite_error, nonlinear_effects, strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
 from .kernels import contact as _ct
-from .spatial import log_se3
+from .spatial import ad, log_se3, skew
 
 _KINDS = {"point": 3, "frame": 6}
 # the compiled kernels called directly once compiled for their canonical arguments (compiled_call's
@@ -832,18 +831,13 @@ def _turning_rows(contacts, R, forces, dforces_dq):
     for c in contacts:
         if c.reference == "local_world_aligned":
             for k in range(start, start + c.dim, 3):
-                f = forces[k:k + 3]
-                dforces_dq[k:k + 3, :3] -= R @ np.array([[0.0, -f[2], f[1]], [f[2], 0.0, -f[0]], [-f[1], f[0], 0.0]])
+                dforces_dq[k:k + 3, :3] -= R @ skew(np.ascontiguousarray(forces[k:k + 3]))
         start += c.dim
 
 
 def _gravity_turning(twin, twin_data, q_tree, base_accel):
     """d b / d delta (nv, 6) = M[:, :6] ad(a_g): the bias's change as gravity turns with the root."""
-    M = crba(twin, twin_data, q_tree)
-    a = base_accel
-    ad_g = np.zeros((6, 6))
-    ad_g[3:, :3] = np.array([[0.0, -a[5], a[4]], [a[5], 0.0, -a[3]], [-a[4], a[3], 0.0]])
-    return M[:, :6] @ ad_g
+    return crba(twin, twin_data, q_tree)[:, :6] @ ad(np.ascontiguousarray(base_accel))
 
 
 def _floating_constrained_dynamics_derivatives(model, data, q, v, tau, contacts):

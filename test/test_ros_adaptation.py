@@ -113,7 +113,12 @@ def test_adaptation_learns_a_payload(tmp_path):
     model = dc.load_urdf(ARM7)
     estimates = np.array([m.data for m in monitor.messages["inertial_parameters"]])
     steps = round(ADAPT_DURATION * RATE / GRADIENT_PERIOD)
-    assert len(estimates) >= steps, f"{len(estimates)} adaptation steps in {ADAPT_DURATION + DISCOVERY:g} s"
+    # a watchdog trip (a loaded machine: the controller's /diagnostics count them) holds the adaptation
+    # for the blend back to the reference and a new gradient window, 1 s each
+    trips = int(monitor.recorder.diagnostics["dyn_controller: control loop"]["watchdog trips"])
+    lost = trips * round((1.0 + 500 / RATE) * RATE / GRADIENT_PERIOD)
+    assert len(estimates) >= steps - lost, (f"{len(estimates)} adaptation steps in {ADAPT_DURATION + DISCOVERY:g} s "
+                                            f"({trips} watchdog trips)")
     for phi in estimates:
         assert all(min_pseudo_inertia_eigenvalue(body) > 0.0 for body in phi.reshape(-1, 10))
     labels = monitor.messages["parameter_labels"][-1].data.split("\n")
@@ -145,7 +150,8 @@ def test_adaptation_learns_a_payload(tmp_path):
     truth = rms(dc.load_urdf(plant_urdf).inertial_parameters())
     print(f"\nRMS torque prediction error over the loop's last 2 s: {before:.3f} N m initial model, "
           f"{after:.3f} N m adapted in {len(estimates)} steps ({100 * (1 - after / before):.1f} % lower; "
-          f"{100 * (1 - rms(estimates[steps - 1]) / before):.1f} % lower at step {steps}, {ADAPT_DURATION:g} s of the "
+          f"{100 * (1 - rms(estimates[min(steps, len(estimates)) - 1]) / before):.1f} % lower at step "
+          f"{min(steps, len(estimates))}, {ADAPT_DURATION:g} s of the "
           f"loop; the simulated robot's own parameters: {truth:.2g} N m)")
     assert truth < 0.01      # the simulated robot's own parameters predict its torques: the measure is exact
     assert before > 1.0

@@ -21,7 +21,8 @@ URDF = dc.bundled_urdf("arm7")
 Q0 = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 FORCE = np.array([0.0, 6.0, -8.0])      # 10 N on the tool
 K = 500.0                               # [N/m]
-PUSH, RUN_TIME = 3.5, 9.0     # [s]; the push and the run judged in simulated time, which lags a loaded machine
+PUSH, RUN_TIME = 3.5, 12.0    # [s]; the push and the run judged in simulated time, which lags a loaded machine
+# (a CI run: 5 s simulated in the 9 s this was)
 WATCHDOG = 0.05
 
 
@@ -45,10 +46,13 @@ def tool_positions(q):
 def tool_displacement(recorder, stamps, q, onset):
     """The tool's mean position from 2 s after `onset` less its mean over the second before (Pinocchio's
     kinematics of the joint states q at `stamps`, ns); a skip, with the evidence, when the machine
-    stalled the loop over the watchdog in those windows."""
+    stalled the loop over the watchdog in those windows or the simulated time did not reach them."""
     before = (stamps > onset - 1.0e9) & (stamps < onset)
     after = stamps > onset + 2.0e9
-    assert before.sum() > 100 and after.sum() > 100
+    assert before.sum() > 100
+    if after.sum() <= 100:
+        pytest.skip(f"the simulated robot reached only {(stamps.max() - stamps.min()) * 1e-9:.1f} s of simulated time "
+                    f"in the {RUN_TIME:g} s run (a loaded machine), {(stamps.max() - onset) * 1e-9:.1f} s after the push")
     found = [s for s in stalls(recorder) if s[1] > onset - 1.0e9]
     if found:
         pytest.skip(f"the machine stalled the loop over the watchdog during the judged windows: {found}")
