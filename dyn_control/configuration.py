@@ -39,7 +39,8 @@ def _vector(name, x, n):
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} has non-finite entries (NaN or inf) at indices {np.flatnonzero(~np.isfinite(x)).tolist()}")
+        bad = np.flatnonzero(~np.isfinite(x)).tolist()
+        raise ValueError(f"{name} has non-finite entries (NaN or inf) at indices {bad}")
     return x
 
 
@@ -114,8 +115,9 @@ def normalize(model, q):
 
 def random_configuration(model, rng=None, position_range=1.0):
     """A random configuration (nq,): each joint uniform within its limits (a limit that is infinite, or
-    beyond +-RANDOM_RANGE as URDFs write "none", is 2 pi from the other, [-pi, pi] without either); a free flyer at a position uniform in [-position_range, position_range]^3
-    with an orientation uniform on SO(3). rng: a numpy Generator, or a seed."""
+    beyond +-RANDOM_RANGE as URDFs write "none", is 2 pi from the other, [-pi, pi] without either); a
+    free flyer at a position uniform in [-position_range, position_range]^3 with an orientation
+    uniform on SO(3). rng: a numpy Generator, or a seed."""
     model = _model(model)
     rng = np.random.default_rng(rng)
     start = FREE_FLYER_DOFS if model.root_joint is not None else 0

@@ -86,7 +86,8 @@ def regressor(model, data, q, v, a, joint_terms=False):
 def _rnea_derivatives_tree(model, data, q, v, a, f_ext, base_accel=None):
     if not _rnea_derivatives.rnea_derivatives(
             model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, q, v, a,
-            model._base_accel if base_accel is None else base_accel, f_ext, data._R, data._p, data._oR, data._op, data._ophi_c,
+            model._base_accel if base_accel is None else base_accel, f_ext, data._R, data._p, data._oR, data._op,
+            data._ophi_c,
             data._deriv_vectors, data._tmp6, data._derivatives_tree):
         raise non_finite_error(q=q, v=v, a=a, f_ext=f_ext)
     _joint.add_joint_derivatives(model._joint_terms, v, data._derivatives_tree[1], data._derivatives_tree[2])

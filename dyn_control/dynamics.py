@@ -96,13 +96,9 @@ _fast_coriolis_matrix = strict(_entry.coriolis_matrix)
 _fast_forward_kinematics = strict(_entry.forward_kinematics)
 _fast_jacobian = strict(_entry.jacobian)
 # free-flyer models: each entry kernel's counterpart (kernels/floating_entry.py), compiled on first use
-FLOATING_ENTRY = {_entry.rnea: _floating_entry.rnea, _entry.rnea_ext: _floating_entry.rnea_ext,
-                  _entry.nonlinear_effects: _floating_entry.nonlinear_effects, _entry.gravity: _floating_entry.gravity,
-                  _entry.crba: _floating_entry.crba, _entry.aba: _floating_entry.aba, _entry.aba_ext: _floating_entry.aba_ext,
-                  _entry.forward_kinematics: _floating_entry.forward_kinematics, _entry.jacobian: _floating_entry.jacobian,
-                  _entry.minverse: _floating_entry.minverse, _entry.rnea_derivatives: _floating_entry.rnea_derivatives,
-                  _entry.aba_derivatives: _floating_entry.aba_derivatives, _entry.centroidal: _floating_entry.centroidal,
-                  _entry.coriolis_matrix: _floating_entry.coriolis_matrix}
+FLOATING_ENTRY = {getattr(_entry, name): getattr(_floating_entry, name) for name in (
+    "rnea", "rnea_ext", "nonlinear_effects", "gravity", "crba", "aba", "aba_ext", "forward_kinematics", "jacobian",
+    "minverse", "rnea_derivatives", "aba_derivatives", "centroidal", "coriolis_matrix")}
 for _kernel in FLOATING_ENTRY.values():
     strict(_kernel)
 # a fast call that gives way: argument types not compiled (TypeError; ValueError where Numba cannot

@@ -138,7 +138,8 @@ def batch_correct_derivatives(dtau_dq, dtau_dv, M, a_g, v):
     """The tree's derivatives (T, nv, nv) as the free flyer's, in place (as correct_derivatives per
     sample): dq[:, :, :6] = M[:, :, :6] ad(a_g), dv[:, :, :6] -= M[:, :, :6] db/dnu."""
     nu = v[:, :FREE_FLYER_DOFS]
-    # ad(a_g) e_j = a_g x e_j = sum_k a_g[k] e_k x e_j; db/dnu_j = sum_{i > j} e_j x e_i nu_i + sum_{k < j} e_k x e_j nu_k
+    # ad(a_g) e_j = a_g x e_j = sum_k a_g[k] e_k x e_j;
+    # db/dnu_j = sum_{i > j} e_j x e_i nu_i + sum_{k < j} e_k x e_j nu_k
     turned = np.einsum("kjr,tk->trj", CROSSES, a_g)
     bias = np.einsum("jir,ji,ti->trj", CROSSES, _UPPER, nu) + np.einsum("kjr,kj,tk->trj", CROSSES, _UPPER, nu)
     base = M[:, :, :FREE_FLYER_DOFS]

@@ -291,7 +291,8 @@ class Model:
                 terms[:, column] = self._per_joint(name, value)
         if self.root_joint is not None and np.any(terms[:FREE_FLYER_DOFS]):
             raise ValueError(f"joint terms act on the actuated joints only: the free flyer's coordinates "
-                             f"{', '.join(self.joint_names[:FREE_FLYER_DOFS])} must have zero {', '.join(JOINT_PARAMETER_NAMES)}")
+                             f"{', '.join(self.joint_names[:FREE_FLYER_DOFS])} must have zero "
+                             f"{', '.join(JOINT_PARAMETER_NAMES)}")
         return self._replace(joint_terms=terms)
 
     def _per_joint(self, name, value):

@@ -45,8 +45,9 @@ def centroidal(parents, screw_axes, home_R, home_p, phi, q, root_R, root_p, R, p
         com[r] = root_R[r, 0] * c0 + root_R[r, 1] * c1 + root_R[r, 2] * c2 + root_p[r]
     for j in range(q.shape[0]):
         w, v, m_j, h = oS[j, :3], oS[j, 3:], phi_composite[j, 0], phi_composite[j, 1:4]
-        _rotate(root_R, (m_j * v[0] + w[1] * h[2] - w[2] * h[1]) / mass, (m_j * v[1] + w[2] * h[0] - w[0] * h[2]) / mass,
-                (m_j * v[2] + w[0] * h[1] - w[1] * h[0]) / mass, J_com, 0, j)
+        _rotate(root_R, (m_j * v[0] + w[1] * h[2] - w[2] * h[1]) / mass,
+                (m_j * v[1] + w[2] * h[0] - w[0] * h[2]) / mass, (m_j * v[2] + w[0] * h[1] - w[1] * h[0]) / mass,
+                J_com, 0, j)
         n, f = F[j, :3], F[j, 3:]
         _rotate(root_R, n[0] - (c1 * f[2] - c2 * f[1]), n[1] - (c2 * f[0] - c0 * f[2]), n[2] - (c0 * f[1] - c1 * f[0]),
                 A_g, 0, j)

@@ -51,7 +51,8 @@ FAILED = 2          # the algorithm refused (non-finite input or result, singula
  M, PHI_COMPOSITE, OS, OV, PHI_WORLD, C, IA, PA, U, D, U_SMALL, OA, DDQ,
  OPSI, OIC, OBC, C_MATRIX, SUPPORT, J, FRAME_POSES, OPHI_C,
  DERIV_VECTORS, MINV_IA, MINV_F, SUBTREE_END, DERIV_JOINT, MINV,
- DERIVATIVES_TREE, Y, Y_FULL, Q_TREE, A_TREE, BASE_R, BASE_P, DATA_BASE_ACCEL, COM, J_COM, A_G) = range(len(DATA_FIELDS))
+ DERIVATIVES_TREE, Y, Y_FULL, Q_TREE, A_TREE, BASE_R, BASE_P, DATA_BASE_ACCEL, COM, J_COM,
+ A_G) = range(len(DATA_FIELDS))
 
 
 # ----------------------------------------------------------------------------------------------

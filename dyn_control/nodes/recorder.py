@@ -1,8 +1,9 @@
 """Captures a closed loop's topics by polling (no executor, a few us per message): /joint_states,
 the controller's ~/desired and ~/wrench_estimate, the simulator's ~/applied_wrench, the DDS source
-timestamps of these and of the commands, and each node's /diagnostics (the latest, and all with their stamps). Used by the demo's status
-line, plot and summary, and by the tests. Messages are matched by their stamps: the controller
-stamps its outputs with the stamp of the joint state they were computed from.
+timestamps of these and of the commands, and each node's /diagnostics (the latest, and all with their
+stamps). Used by the demo's status line, plot and summary, and by the tests. Messages are matched by
+their stamps: the controller stamps its outputs with the stamp of the joint state they were computed
+from.
 """
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
