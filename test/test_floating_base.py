@@ -16,7 +16,7 @@ import pinocchio as pin
 import pytest
 
 import dyn_control as dc
-from oracles import OURS_FROM_PIN_PARAM, JIT_DISABLED, all_robot_urdfs, robot_urdf, swap_halves
+from oracles import OURS_FROM_PIN_PARAM, JIT_DISABLED, all_robot_urdfs, pin_q, robot_urdf, swap_halves
 
 pytestmark = pytest.mark.kernels
 
@@ -264,8 +264,6 @@ def test_centroidal(rel, root_joint):
     r = robot(rel)
     if root_joint is None:
         pm = pin.buildModelFromUrdf(r.path)
-        if any(joint.nq == 2 for joint in pm.joints[1:]):
-            pytest.skip(f"{rel}: continuous joints (Pinocchio's (cos, sin)), compared with a free flyer only")
         m = dc.load_urdf(r.path)
         columns = np.arange(m.nv)
     else:
@@ -274,7 +272,7 @@ def test_centroidal(rel, root_joint):
     rng = np.random.default_rng(7)
     for _ in range(N_STATES):
         q = dc.random_configuration(m, rng)
-        pq = r.pin_q(q) if root_joint else q
+        pq = r.pin_q(q) if root_joint else pin_q(pm, q)
         if m.total_mass() == 0.0:   # Pinocchio's centre of mass is then NaN
             with pytest.raises(ValueError, match="has no mass: its centre of mass is undefined"):
                 dc.center_of_mass(m, d, q)
