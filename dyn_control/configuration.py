@@ -15,6 +15,8 @@ J_r(xi) = sum_k (-ad_xi)^k / (k + 1)!:
     d integrate / d q = Ad(exp(v)^-1),   d integrate / d v = J_r(v),
     d difference / d q1 = J_r(xi)^-1,    d difference / d q0 = -J_r(xi)^-1 Ad(exp(xi)^-1),  xi = difference.
 """
+from typing import Callable, NamedTuple
+
 import numpy as np
 import scipy.linalg
 
@@ -137,48 +139,52 @@ def random_configuration(model, rng=None, position_range=1.0):
     return np.concatenate([rng.uniform(-position_range, position_range, 3), quaternion, joints])
 
 
-_fast_integrate = strict(_ff.checked_integrate)
-_fast_difference = strict(_ff.checked_difference)
+class _Operation(NamedTuple):
+    """integrate or difference: the free flyer's kernel (and its strict twin for arguments as given),
+    the result's size (nq or nv), whether the second argument is a configuration, and the fixed-base
+    result of the two vectors."""
+    kernel: Callable
+    fast_kernel: Callable
+    size: str
+    second_is_configuration: bool
+    vectors: Callable
 
 
-def _fast(kernel, x, y, n):
-    """kernel's result (n,) computed from x, y as they are, or None for the checked path."""
-    try:
-        out = np.empty(n)
-        return out if kernel(x, y, out, np.empty(7)) == _ff.OK else None
-    except _FAST_REFUSED:
-        return None
+_INTEGRATE = _Operation(_ff.checked_integrate, strict(_ff.checked_integrate), "nq", False, lambda q, v: q + v)
+_DIFFERENCE = _Operation(_ff.checked_difference, strict(_ff.checked_difference), "nv", True,
+                         lambda q0, q1: q1 - q0)
+
+
+def _group_operation(model, operation, first, second):
+    """operation's result for the named arguments first and second ((name, value) each): a free
+    flyer's by the compiled kernel on the arguments as given when they fit it, else checked (a
+    ValueError names what is wrong)."""
+    if getattr(model, "root_joint", None) is not None:
+        try:
+            out = np.empty(getattr(model, operation.size))
+            if operation.fast_kernel(first[1], second[1], out, np.empty(7)) == _ff.OK:
+                return out
+        except _FAST_REFUSED:
+            pass
+    model = _model(model)
+    x = _configuration(model, *first)
+    y = _configuration(model, *second) if operation.second_is_configuration else _tangent(model, *second)
+    if model.root_joint is None:
+        return operation.vectors(x, y)
+    out = np.empty(getattr(model, operation.size))
+    compiled_call(operation.kernel, x, y, out, np.empty(7))
+    return out
 
 
 def integrate(model, q, v):
     """The configuration reached from q (nq,) moving with velocity v (nv,) for unit time (module
     docstring)."""
-    if getattr(model, "root_joint", None) is not None:
-        out = _fast(_fast_integrate, q, v, model.nq)
-        if out is not None:
-            return out
-    model = _model(model)
-    q, v = _configuration(model, "q", q), _tangent(model, "v", v)
-    if model.root_joint is None:
-        return q + v
-    out = np.empty(model.nq)
-    compiled_call(_ff.checked_integrate, q, v, out, np.empty(7))
-    return out
+    return _group_operation(model, _INTEGRATE, ("q", q), ("v", v))
 
 
 def difference(model, q0, q1):
     """The velocity v (nv,) with integrate(q0, v) = q1 (module docstring)."""
-    if getattr(model, "root_joint", None) is not None:
-        out = _fast(_fast_difference, q0, q1, model.nv)
-        if out is not None:
-            return out
-    model = _model(model)
-    q0, q1 = _configuration(model, "q0", q0), _configuration(model, "q1", q1)
-    if model.root_joint is None:
-        return q1 - q0
-    out = np.empty(model.nv)
-    compiled_call(_ff.checked_difference, q0, q1, out, np.empty(7))
-    return out
+    return _group_operation(model, _DIFFERENCE, ("q0", q0), ("q1", q1))
 
 
 def integrate_jacobians(model, q, v):

@@ -20,8 +20,8 @@ import numba
 import numpy as np
 
 from . import floating_base as _floating
-from .dynamics import (aba, as_real_array, checked_inputs, coupled_result, coupled_tree_state, crba, entry_call, fast,
-                       floating_tree_state, non_finite_error, strict)
+from .dynamics import (aba, as_real_array, checked_inertia_input, checked_inputs, coupled_result, coupled_tree_state,
+                       crba, entry_call, fast, floating_tree_state, non_finite_error, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
 from .kernels import free_flyer as _ff
@@ -134,11 +134,9 @@ def minverse(model, data, q):
     -> data.Minv."""
     if fast(_fast_minverse, model, data, q):
         return data.Minv
-    q, = checked_inputs(model, data, True, q=q)
-    if entry_call(_entry.minverse, model, data, q):
+    q = checked_inertia_input(_entry.minverse, model, data, q)
+    if q is None:
         return data.Minv
-    if model.root_joint is not None:   # M does not depend on the root's pose
-        q = floating_tree_state(model, data, q)[0]
     if model.coupling is not None:
         coupled_result(data._Minv, _inverse_of(model, crba(model, data, q)), q=q)
         return data.Minv

@@ -213,6 +213,18 @@ def checked_inputs(model, data, floating_base=False, **inputs):
                  for name, x in inputs.items())
 
 
+def checked_inertia_input(kernel, model, data, q):
+    """The checked path's opening of a function of the inertia alone (crba, minverse): None when the
+    entry kernel computed the result, else q as the tree takes it (a free flyer's: the root's pose
+    left out, which the inertia does not depend on)."""
+    q, = checked_inputs(model, data, True, q=q)
+    if entry_call(kernel, model, data, q):
+        return None
+    if model.root_joint is not None:
+        return floating_tree_state(model, data, q)[0]
+    return q
+
+
 def floating_tree_state(model, data, q, v=None, a=None, **others):
     """The tree's inputs of a free-flyer model (floating_base.tree_state): (q_tree, a_tree or None);
     a ValueError naming the inputs (others too) unless all are finite, or a non-unit quaternion."""
@@ -319,11 +331,8 @@ def crba(model, data, q):
     """Joint-space inertia matrix M(q) + diag(I_a) (rotors included), full symmetric  -> data.M (nv, nv)."""
     if fast(_fast_crba, model, data, q):
         return data.M
-    q, = checked_inputs(model, data, True, q=q)
-    if entry_call(_entry.crba, model, data, q):
-        return data.M
-    if model.root_joint is not None:   # M does not depend on the root's pose
-        crba_tree(model, data, floating_tree_state(model, data, q)[0], data._M)
+    q = checked_inertia_input(_entry.crba, model, data, q)
+    if q is None:
         return data.M
     G = model.coupling
     if G is None:

@@ -513,10 +513,7 @@ def _cartesian_torque(f, fo, ints, io, tau):
     parents, screw_axes, home_R, home_p, phi, base_accel = _model(f, fo, ints, io, nb)
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
-    R = field3(f, fo, R_, nb, 3, 3)
-    p = field2(f, fo, P_, nb, 3)
-    oR = field3(f, fo, OR, nb, 3, 3)
-    op = field2(f, fo, OP, nb, 3)
+    R, p, oR, op, _ = _kinematics(f, fo, nb)
     body = field1(ints, io, CONTROL_BODY, 1)[0]
     frame_R = field2(f, fo, CONTROL_FRAME_R, 3, 3)
     frame_p = field1(f, fo, CONTROL_FRAME_P, 3)
@@ -579,6 +576,14 @@ def _model(f, fo, ints, io, nb):
             field2(f, fo, HOME_P, nb, 3), field2(f, fo, PHI, nb, 10), field1(f, fo, BASE_ACCEL, 6))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _kinematics(f, fo, nb):
+    """Views of the kinematics' buffers: each body's rotation and translation from its parent, its
+    rotation and origin in the root frame, its joint's screw in the root frame."""
+    return (field3(f, fo, R_, nb, 3, 3), field2(f, fo, P_, nb, 3), field3(f, fo, OR, nb, 3, 3),
+            field2(f, fo, OP, nb, 3), field2(f, fo, OS, nb, 6))
+
+
 @njit(cache=True, nogil=True)
 def _reset_estimators(f, fo, ints, io):
     """Observer, acceleration filter and windows start over at the current sample."""
@@ -613,11 +618,7 @@ def _momentum_terms(f, fo, ints, io, momentum, drift):
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
     g = field1(f, fo, G_, nv)
-    R = field3(f, fo, R_, nb, 3, 3)
-    p = field2(f, fo, P_, nb, 3)
-    oR = field3(f, fo, OR, nb, 3, 3)
-    op = field2(f, fo, OP, nb, 3)
-    oS = field2(f, fo, OS, nb, 6)
+    R, p, oR, op, oS = _kinematics(f, fo, nb)
     M = field2(f, fo, M_, nv, nv)
     C = field2(f, fo, C_, nv, nv)
     coriolis_matrix(parents, screw_axes, home_R, home_p, phi, q, v, R, p, oR, op, oS,
@@ -650,11 +651,7 @@ def _estimators_step(f, fo, ints, io, dt):
     q = field1(f, fo, Q, nv)
     v = field1(f, fo, V_, nv)
     tau_applied = field1(f, fo, TAU_APPLIED, nv)
-    R = field3(f, fo, R_, nb, 3, 3)
-    p = field2(f, fo, P_, nb, 3)
-    oR = field3(f, fo, OR, nb, 3, 3)
-    op = field2(f, fo, OP, nb, 3)
-    oS = field2(f, fo, OS, nb, 6)
+    R, p, oR, op, oS = _kinematics(f, fo, nb)
     tmp6 = field2(f, fo, TMP6, 12, 6)
     scratch = field2(f, fo, SCRATCH, 4, nv)
     momentum, drift = scratch[3], scratch[2]

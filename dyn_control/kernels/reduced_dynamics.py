@@ -25,6 +25,17 @@ def project(G, tau_tree, out):
 
 
 @njit(cache=True, nogil=True)
+def project_columns(G, X, out):
+    """out (na, c) = G^T X, X (nv, c)."""
+    for i in range(G.shape[1]):
+        for c in range(X.shape[1]):
+            total = 0.0
+            for k in range(G.shape[0]):
+                total += G[k, i] * X[k, c]
+            out[i, c] = total
+
+
+@njit(cache=True, nogil=True)
 def reduced_inverse_dynamics(parents, screw_axes, home_R, home_p, phi, q, v, a, base_accel, f_ext, G, R, p,
                              V, Vdot, F, tmp6, tau_tree, tau_a):
     """tau_a = G^T rnea(q, v, a, f_ext) (with a = a_bias: the bias h_a). False when not finite."""
@@ -48,12 +59,7 @@ def reduced_inertia(parents, screw_axes, home_R, home_p, phi, q, G, R, p, oR, op
             for l in range(nv):
                 total += M[k, l] * G[l, i]
             MG[k, i] = total
-    for i in range(na):
-        for j in range(na):
-            total = 0.0
-            for k in range(nv):
-                total += G[k, i] * MG[k, j]
-            M_a[i, j] = total
+    project_columns(G, MG, M_a)
     return True
 
 
@@ -64,11 +70,5 @@ def reduced_regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, 
     if not regressor(parents, screw_axes, home_R, home_p, q, v, a, base_accel, R, p, oR, op, oS, V, Vdot,
                      tmp6, Y):
         return False
-    nv, na = G.shape[0], G.shape[1]
-    for i in range(na):
-        for c in range(Y.shape[1]):
-            total = 0.0
-            for k in range(nv):
-                total += G[k, i] * Y[k, c]
-            Y_a[i, c] = total
+    project_columns(G, Y, Y_a)
     return True
