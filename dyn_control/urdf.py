@@ -7,7 +7,8 @@ type, <parent>, <child>, <origin>, <axis>, <limit>, <dynamics> and <mimic>. Noth
 attributes, a missing robot name) is looked at, so nothing else can fail a load. What is read falls
 in three kinds, following urdfdom (which RViz, robot_state_publisher and Pinocchio use):
 - unusable: a cycle, a missing link, a number that is not finite, a joint type other than revolute,
-  continuous, prismatic and fixed, a negative mass, effort or velocity limit, damping or friction,
+  continuous, prismatic and fixed (and floating from the root link: the free flyer, as Pinocchio
+  reads it; planar is not taken), a negative mass, effort or velocity limit, damping or friction,
   an origin so large that the dynamics at the home configuration are not finite. URDFError
   naming the element;
 - physically doubtful: joint limits reversed, an inertia tensor that is not positive
@@ -38,7 +39,9 @@ class URDFError(ValueError):
 
 
 _FIXED = -1  # kind of a fixed joint: merged into its parent body, never a Model's joint
-_KINDS = {"revolute": REVOLUTE, "continuous": CONTINUOUS, "prismatic": PRISMATIC, "fixed": _FIXED}
+_FLOATING = -2  # a floating joint from the root link: the model's free flyer (_floating_root)
+_KINDS = {"revolute": REVOLUTE, "continuous": CONTINUOUS, "prismatic": PRISMATIC, "fixed": _FIXED,
+          "floating": _FLOATING}
 _SHAPES = ("box", "cylinder", "sphere", "mesh")
 _INERTIA_ROUNDOFF = 1e-7  # kg m^2: CAD exports leave round-off of a few 1e-8 (tiago's antennas)
 # expat reads an XML declaration only at the very start; urdfdom also after whitespace and comments
@@ -52,7 +55,7 @@ class _Link(NamedTuple):
 
 class _Joint(NamedTuple):
     name: str
-    kind: int        # REVOLUTE, CONTINUOUS, PRISMATIC or _FIXED
+    kind: int        # REVOLUTE, CONTINUOUS, PRISMATIC, _FIXED or _FLOATING
     parent: str
     child: str
     R: np.ndarray    # <origin>: the joint frame in the parent link's frame
@@ -77,6 +80,8 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False, root_join
     naming its link or joint); True raises URDFError with the first doubt's message instead.
     root_joint: None fixes the root link to the world; "free_flyer" makes it a free body
     (Pinocchio's JointModelFreeFlyer; floating_base.py: its coordinates and what the model holds).
+    A URDF's own floating joint from its root link (a "world" link) to that link's one child makes
+    the child the free flyer with root_joint None, as Pinocchio's parser does.
     """
     if root_joint not in (None, FREE_FLYER):
         raise ValueError(f"root_joint must be None or {FREE_FLYER!r}, got {root_joint!r}")
@@ -104,6 +109,9 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False, root_join
         raise URDFError(f"robot {name!r} has no <link>")
     joints = [_read_joint(element, doubt) for element in robot.findall("joint")]
     root, children = _topology(links, joints)
+    if any(joint.kind == _FLOATING for joint in joints):
+        links, joints, root_joint = _floating_root(links, joints, root, children, root_joint)
+        root, children = _topology(links, joints)
     tree = _Tree(links, root, children, free_flyer=root_joint == FREE_FLYER)
     unreached = [link for link in links if link not in tree.parent_joint]
     if unreached:
@@ -308,11 +316,11 @@ def _read_joint(element, doubt):
     kind = _KINDS.get(element.get("type"))
     if kind is None:
         raise URDFError(f"{where}: type {element.get('type')!r} is not supported "
-                        "(revolute, continuous, prismatic, fixed)")
+                        "(revolute, continuous, prismatic, fixed, and floating from the root link)")
     parent, child = (_attribute(element.find(role), "link", f"{where} <{role}>")
                      for role in ("parent", "child"))
     R, p = _origin(element.find("origin"), where)
-    if kind == _FIXED:
+    if kind in (_FIXED, _FLOATING):
         return _Joint(name, kind, parent, child, R, p)
     axis = _numbers(element.find("axis"), "xyz", f"{where} <axis>", np.array([1.0, 0.0, 0.0]), 3)
     norm = np.linalg.norm(axis)
@@ -369,6 +377,29 @@ def _topology(links, joints):
     for joints_of_link in children.values():
         joints_of_link.sort(key=lambda j: j.name)
     return roots[0], children
+
+
+def _floating_root(links, joints, root, children, root_joint):
+    """A floating joint from the root link to its one child (the world link of a URDF written for a
+    simulator), read as Pinocchio reads it: the child becomes the free-flyer root (root_joint
+    "free_flyer"), the root link, fixed to the world, leaves. Returns (links, joints, root_joint)."""
+    floating = [joint for joint in joints if joint.kind == _FLOATING]
+    for joint in floating:
+        if joint.parent != root:
+            raise URDFError(f"joint {joint.name!r}: a floating joint is supported only from the root link "
+                            f"{root!r}, not from {joint.parent!r}")
+        if len(children[root]) > 1:
+            raise URDFError(f"joint {joint.name!r}: the root link {root!r} of a floating joint must have no "
+                            f"other joint (it has {', '.join(j.name for j in children[root] if j is not joint)})")
+        if not (np.allclose(joint.R, np.eye(3), rtol=0.0, atol=1e-12) and np.allclose(joint.p, 0.0, rtol=0.0,
+                                                                                        atol=1e-12)):
+            raise URDFError(f"joint {joint.name!r}: a floating joint's <origin> must be the identity (the "
+                            f"configuration is the pose of {joint.child!r} in the world)")
+    if root_joint is not None:
+        raise ValueError(f"root_joint={root_joint!r} with the URDF's floating joint {floating[0].name!r}: "
+                         "the URDF already makes its child a free body (leave root_joint out)")
+    return ({name: link for name, link in links.items() if name != root},
+            [joint for joint in joints if joint.kind != _FLOATING], FREE_FLYER)
 
 
 class _Tree:

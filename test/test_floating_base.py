@@ -9,6 +9,7 @@ test_dynamics_pinocchio.py).
 """
 import functools
 import os
+import re
 
 import mujoco
 import numpy as np
@@ -406,6 +407,54 @@ def test_a_falling_free_flyer_is_mujocos_free_joint():
         # MuJoCo's qacc = [pddot (world); wdot (base)], pddot = R (a_lin + w x v_lin)
         expected = np.r_[mjd.qacc[3:6], R.T @ mjd.qacc[:3] - np.cross(v[:3], v[3:6]), mjd.qacc[6]]
         np.testing.assert_allclose(a, expected, rtol=1e-9, atol=1e-9)
+
+
+def with_floating_joint(urdf, joint='<joint name="to_world" type="floating">', origin=""):
+    """The URDF text with a world link and a floating joint from it to the root link (as URDFs
+    written for simulators have them)."""
+    xml = open(urdf).read()
+    children = set(re.findall(r'<child\s+link="([^"]+)"', xml))
+    root = next(name for name in re.findall(r'<link\s+name="([^"]+)"', xml) if name not in children)
+    first = re.search(r'<link\s', xml).group(0)
+    return xml.replace(first, f'<link name="world"/>{joint}<parent link="world"/><child link="{root}"/>{origin}'
+                       f'</joint>{first}', 1)
+
+
+@pytest.mark.parametrize("name", ["solo12", "talos_full_v2"])
+def test_a_urdf_floating_joint_is_the_free_flyer(name):
+    """A floating joint from a world link: Pinocchio's URDF parser makes it a JointModelFreeFlyer, ours
+    the model's free flyer on its child; the dynamics agree on random states."""
+    xml = with_floating_joint(robot_urdf(name))
+    pm = pin.buildModelFromXML(xml)
+    assert pm.joints[1].shortname() == "JointModelFreeFlyer"
+    model = dc.load_urdf(xml)
+    free = dc.load_urdf(robot_urdf(name), root_joint="free_flyer")
+    assert (model.root_joint, model.root_name, model.joint_names) == ("free_flyer", free.root_name, free.joint_names)
+    assert "world" not in model.frame_names
+    data, pd = model.create_data(), pm.createData()
+    rng = np.random.default_rng(7)
+    back = np.argsort(order(model.nv))
+    for _ in range(2):
+        q = dc.random_configuration(model, rng)
+        v, a, tau = rng.normal(size=(3, model.nv))
+        pq = np.concatenate([q[:7], [x for k, joint in enumerate(pm.joints[2:])
+                                     for x in ([np.cos(q[7 + k]), np.sin(q[7 + k])] if joint.nq == 2 else [q[7 + k]])]])
+        assert_close(dc.rnea(model, data, q, v, a), ours(pin.rnea(pm, pd, pq, v[back], a[back])), "rnea")
+        assert_close(dc.aba(model, data, q, v, tau), ours(pin.aba(pm, pd, pq, v[back], tau[back])), "aba",
+                     max(1.0, np.linalg.cond(dc.crba(model, data, q)) / 1e7))
+
+
+def test_what_a_urdf_floating_or_planar_joint_may_not_be():
+    path = robot_urdf("solo12")
+    with pytest.raises(dc.URDFError, match="joint 'to_world': a floating joint's <origin> must be the identity"):
+        dc.load_urdf(with_floating_joint(path, origin='<origin xyz="0 0 1"/>'))
+    with pytest.raises(ValueError, match="root_joint='free_flyer' with the URDF's floating joint 'to_world'"):
+        dc.load_urdf(with_floating_joint(path), root_joint="free_flyer")
+    with pytest.raises(dc.URDFError, match="joint 'to_world': type 'planar' is not supported"):
+        dc.load_urdf(with_floating_joint(path, '<joint name="to_world" type="planar">'))
+    xml = open(path).read().replace('<joint name="FL_KFE" type="revolute">', '<joint name="FL_KFE" type="floating">')
+    with pytest.raises(dc.URDFError, match="joint 'FL_KFE': a floating joint is supported only from the root link"):
+        dc.load_urdf(xml)
 
 
 def test_what_a_floating_base_refuses():
