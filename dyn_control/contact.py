@@ -46,6 +46,7 @@ from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, checked_inputs, 
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
 from .kernels import contact as _ct
+from .kernels import floating_contact as _fc
 from .spatial import ad, log_se3, skew
 
 _KINDS = {"point": 3, "frame": 6}
@@ -55,6 +56,13 @@ _fast_constrained_dynamics = strict(_cd.constrained_dynamics)
 _fast_impulse_dynamics = strict(_cd.impulse_dynamics)
 _fast_constrained_dynamics_derivatives = strict(_cdd.constrained_dynamics_derivatives)
 _fast_impulse_dynamics_derivatives = strict(_cdd.impulse_dynamics_derivatives)
+# a free flyer's counterpart of each (kernels/floating_contact.py): the fast path's, and the checked
+# path's, which compiles it on first use
+_FLOATING_KERNELS = {_fast_constrained_dynamics: _fc.constrained_dynamics,
+                     _fast_impulse_dynamics: _fc.impulse_dynamics,
+                     _fast_constrained_dynamics_derivatives: _fc.constrained_dynamics_derivatives,
+                     _fast_impulse_dynamics_derivatives: _fc.impulse_dynamics_derivatives}
+_FAST_FLOATING = {fixed: strict(floating) for fixed, floating in _FLOATING_KERNELS.items()}
 _REFERENCES = ("local", "local_world_aligned")
 _SINGULAR = 1e-12  # relative size of a pivot or eigenvalue taken as zero
 _STAMPS = itertools.count()  # Contact stamps: a new one at every assignment to a contact
@@ -507,6 +515,8 @@ class _Workspace:
         self.lam = np.zeros(m)              # forces or impulses
         self.square, self.rect = (nv, nv), (m, nv)   # the shapes of the derivative kernels' blocks
         self._derivative_buf = None         # ID derivatives, the sides' motion derivatives, scratch
+        self.twin = None                    # a free flyer's: the twin's buffers and world-aligned rows
+        self.floating = None                # the _Workspace of the free flyer this one is the twin's of
 
     @property
     def derivative_buf(self):
@@ -529,12 +539,17 @@ def _workspace(model, data, resolved):
     ws = cache.get(key)
     if ws is None:
         ws = cache[key] = _Workspace(model, key)
-    # the validated list, for the fast path of the next calls with these contacts as they are now
+    _validated(data, [c for c, _, _ in resolved], model, ws)
+    return ws
+
+
+def _validated(data, contacts, model, ws):
+    """Remembers the contacts, as they are now, as validated for model's workspace ws on data: the
+    fast path of the next calls with them (_cached_workspace)."""
     validated = data.__dict__.setdefault("_contact_validated", {})
     if len(validated) >= _VALIDATED_LISTS:  # lists built anew each call: keep the cache bounded
         validated.clear()
-    validated[tuple(c._stamp for c, _, _ in resolved)] = (model, ws)
-    return ws
+    validated[tuple(c._stamp for c in contacts)] = (model, ws)
 
 
 def _cached_workspace(model, data, contacts):
@@ -569,6 +584,8 @@ def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
     if ws is None:
         return None
     try:
+        if ws.twin is not None:
+            return _fast_floating(_FAST_FLOATING[kernel], ws, model, data, q, v, third, blocks)
         if blocks:
             out = _derivative_outputs(ws, blocks)
             status = kernel(model._buf, data._buf, q, v, third, ws.spec, ws.buf, ws.derivative_buf, ws.x, ws.lam,
@@ -578,6 +595,18 @@ def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
             status = kernel(model._buf, data._buf, q, v, third, ws.spec, ws.buf, out[0], out[1])
     except _FAST_REFUSED:
         return None
+    return out if status == _OK else None
+
+
+def _fast_floating(kernel, ws, model, data, q, v, third, blocks):
+    """_fast's call of a free flyer's kernel (kernels/floating_contact.py) on the twin's workspace."""
+    if blocks:
+        out = _derivative_outputs(ws, blocks)
+        status = kernel(model._buf, data._buf, *ws.twin, q, v, third, ws.spec, ws.buf, ws.derivative_buf, ws.x,
+                        ws.lam, *out)
+    else:
+        out = np.empty(ws.nv), np.empty(ws.m)
+        status = kernel(model._buf, data._buf, *ws.twin, q, v, third, ws.spec, ws.buf, out[0], out[1])
     return out if status == _OK else None
 
 
@@ -617,11 +646,11 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     if out is not None:
         return out
     if getattr(model, "root_joint", None) is not None:
-        twin, twin_data, q_tree, v, twin_contacts = _on_twin(model, data, q, v, "v", contacts)
-        a, lam = constrained_dynamics(twin, twin_data, q_tree, v, tau, twin_contacts)
-        _floating.add_bias(v, a, data._tmp6[0])
-        _world_axes(contacts, data.base_R, lam)
-        return a, lam
+        out = _floating_compiled(_fast_constrained_dynamics, model, data, contacts, q, v, "v",
+                                 as_vector("tau", tau, model.nv), 0)
+        if out is not None:
+            return out
+        return _floating_constrained_dynamics(model, data, q, v, tau, contacts)
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
     resolved = _check_contacts(model, contacts)
@@ -662,6 +691,10 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     if out is not None:
         return out
     if getattr(model, "root_joint", None) is not None:
+        out = _floating_compiled(_fast_constrained_dynamics_derivatives, model, data, contacts, q, v, "v",
+                                 as_vector("tau", tau, model.nv), 3)
+        if out is not None:
+            return out
         return _floating_constrained_dynamics_derivatives(model, data, q, v, tau, contacts)
     q, v = _check_state(model, data, q, v)
     tau = as_vector("tau", tau, model.nv)
@@ -718,10 +751,11 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
         if out is not None:
             return out
     if getattr(model, "root_joint", None) is not None:
-        twin, twin_data, q_tree, v_minus, twin_contacts = _on_twin(model, data, q, v_minus, "v_minus", contacts)
-        v_plus, impulses = impulse_dynamics(twin, twin_data, q_tree, v_minus, twin_contacts, restitution)
-        _world_axes(contacts, data.base_R, impulses)
-        return v_plus, impulses
+        out = _floating_compiled(_fast_impulse_dynamics, model, data, contacts, q, v_minus, "v_minus",
+                                 _check_restitution(restitution), 0)
+        if out is not None:
+            return out
+        return _floating_impulse_dynamics(model, data, q, v_minus, contacts, restitution)
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
     resolved = _check_contacts(model, contacts)
@@ -753,6 +787,10 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
         if out is not None:
             return out
     if getattr(model, "root_joint", None) is not None:
+        out = _floating_compiled(_fast_impulse_dynamics_derivatives, model, data, contacts, q, v_minus, "v_minus",
+                                 _check_restitution(restitution), 2)
+        if out is not None:
+            return out
         return _floating_impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution)
     q, v_minus = _check_state(model, data, q, v_minus, "v_minus")
     e = _check_restitution(restitution)
@@ -794,6 +832,8 @@ def _impulse_dynamics_derivatives_numpy(model, data, q, v_minus, contacts, e, re
 # are in the root link's axes there (R turns them into the world's). The root's pose enters only
 # through gravity (the bias b(q, v) of the KKT system gains d b / d delta = M[:, :6] ad(a_g) in the
 # root's tangent directions delta, as in rnea_derivatives) and through R; an impulse sees no gravity.
+# Compiled (kernels/floating_contact.py, _floating_compiled) but for Baumgarte gains and a singular M
+# or G, where the NumPy functions below run the twin.
 
 
 def _on_twin(model, data, q, v, name_v, contacts):
@@ -811,6 +851,35 @@ def _on_twin(model, data, q, v, name_v, contacts):
             c = Contact(c.frame, c.kind, c.reference, anchor=T_inverse @ c.anchor, kp=c.kp, kd=c.kd)
         twin_contacts.append(c)
     return twin, twin_data, q_tree, v, twin_contacts
+
+
+def _floating_compiled(fixed_kernel, model, data, contacts, q, v, name_v, third, blocks):
+    """The checked path's compiled call of a free flyer's contacts (kernels/floating_contact.py, the
+    counterpart of fixed_kernel), registering the contacts for the fast path: its outputs, or None
+    for the NumPy path on the twin (Baumgarte gains, a singular M or G, an error to name)."""
+    twin, twin_data, q_tree, v, twin_contacts = _on_twin(model, data, q, v, name_v, contacts)
+    ws = _workspace(twin, twin_data, _check_contacts(twin, twin_contacts))
+    if ws is None:
+        return None
+    if ws.floating is None:
+        ws.floating = _Workspace(twin, tuple(map(tuple, ws.spec)))
+        world, start = [], 0
+        for c in twin_contacts:
+            if c.reference == "local_world_aligned":
+                world.extend(range(start, start + c.dim, 3))
+            start += c.dim
+        ws.floating.twin = (twin._buf, twin_data._buf, np.array(world, dtype=np.int64))
+    floating = ws.floating
+    _validated(data, twin_contacts, model, floating)
+    if blocks:
+        out = _derivative_outputs(floating, blocks)
+        buffers = (floating.buf, floating.derivative_buf, floating.x, floating.lam)
+    else:
+        out = np.empty(floating.nv), np.empty(floating.m)
+        buffers = (floating.buf,)
+    status = compiled_call(_FLOATING_KERNELS[fixed_kernel], model._buf, data._buf, *floating.twin, q, v, third,
+                           floating.spec, *buffers, *out)
+    return out if status == _OK else None
 
 
 def _world_axes(contacts, R, rows):
@@ -838,6 +907,21 @@ def _turning_rows(contacts, R, forces, dforces_dq):
 def _gravity_turning(twin, twin_data, q_tree, base_accel):
     """d b / d delta (nv, 6) = M[:, :6] ad(a_g): the bias's change as gravity turns with the root."""
     return crba(twin, twin_data, q_tree)[:, :6] @ ad(np.ascontiguousarray(base_accel))
+
+
+def _floating_constrained_dynamics(model, data, q, v, tau, contacts):
+    twin, twin_data, q_tree, v, twin_contacts = _on_twin(model, data, q, v, "v", contacts)
+    a, lam = constrained_dynamics(twin, twin_data, q_tree, v, tau, twin_contacts)
+    _floating.add_bias(v, a, data._tmp6[0])
+    _world_axes(contacts, data.base_R, lam)
+    return a, lam
+
+
+def _floating_impulse_dynamics(model, data, q, v_minus, contacts, restitution):
+    twin, twin_data, q_tree, v_minus, twin_contacts = _on_twin(model, data, q, v_minus, "v_minus", contacts)
+    v_plus, impulses = impulse_dynamics(twin, twin_data, q_tree, v_minus, twin_contacts, restitution)
+    _world_axes(contacts, data.base_R, impulses)
+    return v_plus, impulses
 
 
 def _floating_constrained_dynamics_derivatives(model, data, q, v, tau, contacts):

@@ -72,8 +72,8 @@ def tree_twin(model, data):
 
 def bias_jacobian(v):
     """d b / d nu (6, 6) at nu = v[:6] (kernels/free_flyer.py)."""
-    out = np.empty((6, 6))
-    _ff.bias_jacobian(v, out)
+    out = np.zeros((6, 6))
+    _ff.add_bias_jacobian(v, out)
     return out
 
 

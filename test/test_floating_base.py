@@ -17,6 +17,7 @@ import pinocchio as pin
 import pytest
 
 import dyn_control as dc
+from dyn_control import contact
 from oracles import OURS_FROM_PIN_PARAM, JIT_DISABLED, all_robot_urdfs, pin_q, robot_urdf, swap_halves
 
 pytestmark = pytest.mark.kernels
@@ -538,26 +539,38 @@ def test_contacts(name, kind, reference):
     pq, pv, ptau = r.pin_q(q), v[back], tau[back]
     models, datas = pin_constraints(r, contacts)
     expected_a = pin.constraintDynamics(pm, pd, pq, pv, ptau, models, datas).copy()
-    a, lam = dc.constrained_dynamics(m, d, q, v, tau, contacts)
-    assert_close(a, ours(expected_a), "a", 1e3)
-    assert_close(lam, pin_rows(pd.lambda_c, contacts), "lambda", 1e3)
+    expected_lam = pin_rows(pd.lambda_c, contacts)
     expected = pin.computeConstraintDynamicsDerivatives(pm, pd, models, datas)
-    derivatives = dc.constrained_dynamics_derivatives(m, d, q, v, tau, contacts)
-    for what, x, ref in zip(("da_dq", "da_dv", "da_dtau"), derivatives[:3], expected[:3]):
-        assert_close(x, ours(ref, columns=True), what, 1e3)
-    for what, x, ref in zip(("dlam_dq", "dlam_dv", "dlam_dtau"), derivatives[3:], expected[3:]):
-        assert_close(x, pin_rows(ref, contacts, columns=True), what, 1e3)
+    expected = ([ours(x, columns=True) for x in expected[:3]]
+                + [pin_rows(x, contacts, columns=True) for x in expected[3:]])
     v_plus_ref = pin.impulseDynamics(pm, pd, pq, pv, models, datas, RESTITUTION).copy()
-    v_plus, impulses = dc.impulse_dynamics(m, d, q, v, contacts, RESTITUTION)
-    assert_close(v_plus, ours(v_plus_ref), "v_plus", 1e3)
-    assert_close(impulses, pin_rows(pd.impulse_c, contacts), "impulses", 1e3)
+    impulses_ref = pin_rows(pd.impulse_c, contacts)
     pin.computeImpulseDynamicsDerivatives(pm, pd, models, datas, RESTITUTION)
-    ours_derivatives = dc.impulse_dynamics_derivatives(m, d, q, v, contacts, RESTITUTION)
     # Pinocchio's ddq_dv is the derivative of the jump v+ - v-
-    references = (ours(pd.ddq_dq, columns=True), ours(pd.ddq_dv, columns=True) + np.eye(m.nv),
-                  pin_rows(pd.dlambda_dq, contacts, columns=True), pin_rows(pd.dlambda_dv, contacts, columns=True))
-    for what, x, ref in zip(("dv_plus_dq", "dv_plus_dv", "dimpulses_dq", "dimpulses_dv"), ours_derivatives, references):
-        assert_close(x, ref, what, 1e3)
+    impulse_references = (ours(pd.ddq_dq, columns=True), ours(pd.ddq_dv, columns=True) + np.eye(m.nv),
+                          pin_rows(pd.dlambda_dq, contacts, columns=True),
+                          pin_rows(pd.dlambda_dv, contacts, columns=True))
+    # the compiled kernels on the first call (checked) and the second (the fast path), and the NumPy
+    # functions on the twin that Baumgarte gains and a singular M or G take
+    paths = {"call": (dc.constrained_dynamics, dc.constrained_dynamics_derivatives, dc.impulse_dynamics,
+                      dc.impulse_dynamics_derivatives)}
+    paths["fast call"] = paths["call"]
+    paths["NumPy on the twin"] = (contact._floating_constrained_dynamics,
+                                  contact._floating_constrained_dynamics_derivatives,
+                                  contact._floating_impulse_dynamics, contact._floating_impulse_dynamics_derivatives)
+    for path, (forward, derivatives, impulse, impulse_derivatives) in paths.items():
+        a, lam = forward(m, d, q, v, tau, contacts)
+        assert_close(a, ours(expected_a), f"{path}: a", 1e3)
+        assert_close(lam, expected_lam, f"{path}: lambda", 1e3)
+        names = ("da_dq", "da_dv", "da_dtau", "dlam_dq", "dlam_dv", "dlam_dtau")
+        for what, x, ref in zip(names, derivatives(m, d, q, v, tau, contacts), expected):
+            assert_close(x, ref, f"{path}: {what}", 1e3)
+        v_plus, impulses = impulse(m, d, q, v, contacts, RESTITUTION)
+        assert_close(v_plus, ours(v_plus_ref), f"{path}: v_plus", 1e3)
+        assert_close(impulses, impulses_ref, f"{path}: impulses", 1e3)
+        names = ("dv_plus_dq", "dv_plus_dv", "dimpulses_dq", "dimpulses_dv")
+        for what, x, ref in zip(names, impulse_derivatives(m, d, q, v, contacts, RESTITUTION), impulse_references):
+            assert_close(x, ref, f"{path}: {what}", 1e3)
 
 
 @pytest.mark.parametrize("name", ["solo12", "talos_reduced"])

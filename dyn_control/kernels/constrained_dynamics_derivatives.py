@@ -553,7 +553,16 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
                                      dlam_dq, dlam_dv, dlam_dtau):
     """a, lam of constrained_dynamics (the forward kernel), then their derivatives da_dq, da_dv,
     da_dtau (nv, nv) and dlam_dq, dlam_dv, dlam_dtau (m, nv). ws, dws: the forward and the derivative
-    workspace buffers (derivative_workspace_size(nv, m))."""
+    workspace buffers (derivative_workspace_size(nv, m)). (The entry kernel: contact.py makes its
+    dispatcher strict, so other kernels call solve_constrained_derivatives.)"""
+    return solve_constrained_derivatives(model, data, q, v, tau, spec, ws, dws, a, lam, da_dq, da_dv, da_dtau,
+                                         dlam_dq, dlam_dv, dlam_dtau)
+
+
+@njit(cache=True, nogil=True)
+def solve_constrained_derivatives(model, data, q, v, tau, spec, ws, dws, a, lam, da_dq, da_dv, da_dtau,
+                                  dlam_dq, dlam_dv, dlam_dtau):
+    """constrained_dynamics_derivatives, callable from other kernels."""
     nb = int(model[0])
     m = lam.shape[0]
     if not (_square(da_dq, nb) and _square(da_dv, nb) and _square(da_dtau, nb) and _rows(dlam_dq, m, nb)
@@ -604,7 +613,16 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, spec, ws, dws, a, l
 def impulse_dynamics_derivatives(model, data, q, v_minus, restitution, spec, ws, dws, v_plus, impulses,
                                  dv_dq, dv_dv, dimp_dq, dimp_dv):
     """v_plus, impulses of impulse_dynamics (the forward kernel), then dv_dq = dv+/dq, dv_dv =
-    dv+/dv- (nv, nv) and dimp_dq, dimp_dv, the impulses' (m, nv)."""
+    dv+/dv- (nv, nv) and dimp_dq, dimp_dv, the impulses' (m, nv). (The entry kernel; other kernels
+    call solve_impulse_derivatives.)"""
+    return solve_impulse_derivatives(model, data, q, v_minus, restitution, spec, ws, dws, v_plus, impulses,
+                                     dv_dq, dv_dv, dimp_dq, dimp_dv)
+
+
+@njit(cache=True, nogil=True)
+def solve_impulse_derivatives(model, data, q, v_minus, restitution, spec, ws, dws, v_plus, impulses,
+                              dv_dq, dv_dv, dimp_dq, dimp_dv):
+    """impulse_dynamics_derivatives, callable from other kernels."""
     nb = int(model[0])
     m = impulses.shape[0]
     if not (_square(dv_dq, nb) and _square(dv_dv, nb) and _rows(dimp_dq, m, nb) and _rows(dimp_dv, m, nb)

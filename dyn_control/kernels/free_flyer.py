@@ -51,13 +51,10 @@ def bias_acceleration(nu, out):
 
 
 @njit(cache=True)
-def bias_jacobian(nu, out):
-    """out = d b / d nu (6, 6): column j = e_j x sum_{i > j} e_i nu_i + sum_{k < j} e_k nu_k x e_j."""
-    for r in range(6):
-        for c in range(6):
-            out[r, c] = 0.0
+def add_bias_jacobian(nu, out):
+    """out[:6, :6] += d b / d nu: column j = e_j x sum_{i > j} e_i nu_i + sum_{k < j} e_k nu_k x e_j."""
     for j in range(FREE_FLYER_DOFS):
-        column = out[:, j]
+        column = out[:FREE_FLYER_DOFS, j]
         for i in range(j + 1, FREE_FLYER_DOFS):
             _unit_cross(j, i, nu[i], column)
         for k in range(j):
