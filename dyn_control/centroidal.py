@@ -5,12 +5,13 @@ World frame: the centre of mass c, J_com with dc/dt = J_com v, and A_g with h_g 
 centroidal momentum [k; l], angular first (Pinocchio: linear first): the angular momentum about c
 and the linear momentum, in the world's axes. Results are read-only views of Data buffers.
 """
-from .dynamics import _tree_q, check_model_data, coupled_result, entry_call, fast, non_finite_error, strict
+from .dynamics import _tree_q, as_vector, check_model_data, coupled_result, entry_call, fast, non_finite_error, strict
 from .kernels import centroidal as _centroidal
 from .kernels import entry as _entry
 
 
 _fast_centroidal = strict(_entry.centroidal)
+_fast_center_of_mass = strict(_entry.center_of_mass)
 
 
 def _compute(model, data, q):
@@ -35,7 +36,12 @@ def _compute(model, data, q):
 
 def center_of_mass(model, data, q):
     """The centre of mass (3,) in the world frame  -> data.com."""
-    _compute(model, data, q)
+    if fast(_fast_center_of_mass, model, data, q):
+        return data.com
+    check_model_data(model, data, True)
+    q = as_vector("q", q, model.nq)
+    if not entry_call(_entry.center_of_mass, model, data, q):
+        _compute(model, data, q)    # names what is wrong, or a mimic coupling's (J_com and A_g too)
     return data.com
 
 

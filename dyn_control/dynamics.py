@@ -98,7 +98,7 @@ _fast_jacobian = strict(_entry.jacobian)
 # free-flyer models: each entry kernel's counterpart (kernels/floating_entry.py), compiled on first use
 FLOATING_ENTRY = {getattr(_entry, name): getattr(_floating_entry, name) for name in (
     "rnea", "rnea_ext", "nonlinear_effects", "gravity", "crba", "aba", "aba_ext", "forward_kinematics", "jacobian",
-    "minverse", "rnea_derivatives", "aba_derivatives", "centroidal", "coriolis_matrix")}
+    "minverse", "rnea_derivatives", "aba_derivatives", "centroidal", "center_of_mass", "coriolis_matrix")}
 for _kernel in FLOATING_ENTRY.values():
     strict(_kernel)
 # a fast call that gives way: argument types not compiled (TypeError; ValueError where Numba cannot

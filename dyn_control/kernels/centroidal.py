@@ -11,6 +11,7 @@ from ..jit import njit
 from ..spatial import inertia_times
 from .crba import composite_inertias
 from .inputs import all_finite
+from .kinematics import body_poses
 
 
 @njit(cache=True, inline="always")
@@ -53,3 +54,27 @@ def centroidal(parents, screw_axes, home_R, home_p, phi, q, root_R, root_p, R, p
                 A_g, 0, j)
         _rotate(root_R, f[0], f[1], f[2], A_g, 3, j)
     return all_finite(J_com) and all_finite(A_g)
+
+
+@njit(cache=True)
+def center_of_mass(parents, screw_axes, home_R, home_p, phi, q, root_R, root_p, R, p, oR, op, com):
+    """com (3,) alone, in the world frame (the root frame at root_R, root_p): the bodies' poses and
+    their mass-weighted centres, sum_i (m_i op_i + oR_i h_i) / sum_i m_i. False when q is not
+    finite or the robot has no mass."""
+    if not all_finite(q):
+        return False
+    body_poses(parents, screw_axes, home_R, home_p, q, R, p, oR, op)
+    mass = 0.0
+    c0 = c1 = c2 = 0.0
+    for i in range(q.shape[0]):
+        m_i, h0, h1, h2 = phi[i, 0], phi[i, 1], phi[i, 2], phi[i, 3]
+        mass += m_i
+        c0 += m_i * op[i, 0] + oR[i, 0, 0] * h0 + oR[i, 0, 1] * h1 + oR[i, 0, 2] * h2
+        c1 += m_i * op[i, 1] + oR[i, 1, 0] * h0 + oR[i, 1, 1] * h1 + oR[i, 1, 2] * h2
+        c2 += m_i * op[i, 2] + oR[i, 2, 0] * h0 + oR[i, 2, 1] * h1 + oR[i, 2, 2] * h2
+    if not mass > 0.0:
+        return False
+    c0, c1, c2 = c0 / mass, c1 / mass, c2 / mass
+    for r in range(3):
+        com[r] = root_R[r, 0] * c0 + root_R[r, 1] * c1 + root_R[r, 2] * c2 + root_p[r]
+    return all_finite(com)

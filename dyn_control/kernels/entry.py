@@ -24,6 +24,7 @@ path, which names the problem (dynamics.py).
 from ..jit import njit
 from ..model import DATA_FIELDS, HEADER, MODEL_FIELDS
 from .aba import aba as _aba
+from .centroidal import center_of_mass as _center_of_mass
 from .centroidal import centroidal as _centroidal
 from .coriolis import coriolis_matrix as _coriolis_matrix
 from .crba import crba as _crba
@@ -184,6 +185,25 @@ def centroidal_into(model, data, q):
         cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3),
         mat(data, OS, nb, 6), mat(data, PHI_COMPOSITE, nb, 10), mat(data, F, nb, 6), vec(data, COM, 3),
         mat(data, J_COM, 3, nb), mat(data, A_G, 6, nb)))
+
+
+@njit(cache=True, _nrt=False)
+def center_of_mass(model, data, q):
+    """data.com at q alone (a free flyer's: kernels/floating_entry.py)."""
+    nb = int(model[0])
+    if not (fits(model, data, False) and q.shape[0] == nb):
+        return REFUSED
+    return center_of_mass_into(model, data, q)
+
+
+@njit(cache=True, inline="always")
+def center_of_mass_into(model, data, q):
+    nb = q.shape[0]
+    return status(_center_of_mass(
+        ints(model, PARENTS, nb), mat(model, SCREW_AXES, nb, 6), cube(model, HOME_R, nb, 3, 3),
+        mat(model, HOME_P, nb, 3), mat(model, PHI, nb, 10), q, mat(data, BASE_R, 3, 3), vec(data, BASE_P, 3),
+        cube(data, R, nb, 3, 3), mat(data, P, nb, 3), cube(data, OR, nb, 3, 3), mat(data, OP, nb, 3),
+        vec(data, COM, 3)))
 
 
 @njit(cache=True, _nrt=False)

@@ -11,12 +11,11 @@ import math
 from ..jit import njit
 from ..model import FLOATING
 from .coriolis import free_flyer_coriolis_matrix
-from .entry import (A_TREE, BASE_ACCEL, BASE_P, BASE_R, C_MATRIX, DATA_BASE_ACCEL, DDQ, DERIVATIVES_TREE, F,
-                    FRAME_BODY, FRAME_P, FRAME_POSES, FRAME_R, F_EXT_ZERO, G, HOME_P, HOME_R, J, JOINT_TERMS,
-                    MINV, NLE, OBC, OIC, OK, OP, OPSI, OR, OS, OV, P, PARENTS, PHI, PHI_WORLD, Q_TREE, R,
-                    REFUSED, SCREW_AXES, SUPPORT, TAU, TMP6, VDOT, ZERO, aba_derivatives_into, aba_into,
-                    centroidal_into, crba_into, cube, has, ints, mat, minverse_into, rnea_derivatives_into,
-                    rnea_into, status, vec)
+from .entry import (A_TREE, BASE_ACCEL, BASE_P, BASE_R, C_MATRIX, DATA_BASE_ACCEL, DDQ, DERIVATIVES_TREE, F, FRAME_BODY,
+                    FRAME_P, FRAME_POSES, FRAME_R, F_EXT_ZERO, G, HOME_P, HOME_R, J, JOINT_TERMS, MINV, NLE, OBC, OIC,
+                    OK, OP, OPSI, OR, OS, OV, P, PARENTS, PHI, PHI_WORLD, Q_TREE, R, REFUSED, SCREW_AXES, SUPPORT, TAU,
+                    TMP6, VDOT, ZERO, aba_derivatives_into, aba_into, center_of_mass_into, centroidal_into, crba_into,
+                    cube, has, ints, mat, minverse_into, rnea_derivatives_into, rnea_into, status, vec)
 from .free_flyer import (FREE_FLYER_DOFS, UNIT_TOLERANCE, base_state, bias_acceleration, correct_derivatives,
                          correct_forward_derivatives, world_jacobian, world_poses)
 from .joint_terms import add_joint_derivatives
@@ -143,6 +142,13 @@ def centroidal(model, data, q):
     if not fits(model, data, q, False):
         return REFUSED
     return centroidal_into(model, data, tree_q(model, data, q))
+
+
+@njit(cache=True, _nrt=False)
+def center_of_mass(model, data, q):
+    if not fits(model, data, q, False):
+        return REFUSED
+    return center_of_mass_into(model, data, tree_q(model, data, q))
 
 
 @njit(cache=True, _nrt=False)
