@@ -162,7 +162,7 @@ def _group_operation(model, operation, first, second):
     if getattr(model, "root_joint", None) is not None:
         try:
             out = np.empty(getattr(model, operation.size))
-            if operation.fast_kernel(first[1], second[1], out, np.empty(7)) == _ff.OK:
+            if operation.fast_kernel(first[1], second[1], out) == _ff.OK:
                 return out
         except _FAST_REFUSED:
             pass
@@ -172,7 +172,7 @@ def _group_operation(model, operation, first, second):
     if model.root_joint is None:
         return operation.vectors(x, y)
     out = np.empty(getattr(model, operation.size))
-    compiled_call(operation.kernel, x, y, out, np.empty(7))
+    compiled_call(operation.kernel, x, y, out)
     return out
 
 

@@ -187,11 +187,11 @@ def exp_pose(xi, quaternion, translation):
     translation[2] = v2 + b * x2 + c * y2
 
 
-@njit(cache=True)
-def log_pose(quaternion, p, out):
-    """xi = [w; v] (6,) with exp(xi) the pose (unit quaternion (x, y, z, w), p), angle in [0, pi]."""
-    sign = -1.0 if quaternion[3] < 0.0 else 1.0     # the same rotation, with the angle in [0, pi]
-    x, y, z, qw = sign * quaternion[0], sign * quaternion[1], sign * quaternion[2], sign * quaternion[3]
+@njit(cache=True, inline="always")
+def log_pose(x, y, z, qw, p0, p1, p2, out):
+    """xi = [w; v] (6,) with exp(xi) the pose (unit quaternion (x, y, z, qw), p), angle in [0, pi]."""
+    if qw < 0.0:    # the same rotation, with the angle in [0, pi]
+        x, y, z, qw = -x, -y, -z, -qw
     s = math.sqrt(x * x + y * y + z * z)
     angle = 2.0 * math.atan2(s, qw)
     scale = 2.0 / qw * (1.0 - s * s / (3.0 * qw * qw)) if s < SERIES_ANGLE else angle / s
@@ -201,12 +201,12 @@ def log_pose(quaternion, p, out):
     else:
         d = (1.0 - angle * math.sin(angle) / (2.0 * (1.0 - math.cos(angle)))) / angle ** 2
     # V(w)^-1 p = p - w x p / 2 + d w x (w x p)
-    x0, x1, x2 = w1 * p[2] - w2 * p[1], w2 * p[0] - w0 * p[2], w0 * p[1] - w1 * p[0]
+    x0, x1, x2 = w1 * p2 - w2 * p1, w2 * p0 - w0 * p2, w0 * p1 - w1 * p0
     y0, y1, y2 = w1 * x2 - w2 * x1, w2 * x0 - w0 * x2, w0 * x1 - w1 * x0
     out[0], out[1], out[2] = w0, w1, w2
-    out[3] = p[0] - 0.5 * x0 + d * y0
-    out[4] = p[1] - 0.5 * x1 + d * y1
-    out[5] = p[2] - 0.5 * x2 + d * y2
+    out[3] = p0 - 0.5 * x0 + d * y0
+    out[4] = p1 - 0.5 * x1 + d * y1
+    out[5] = p2 - 0.5 * x2 + d * y2
 
 
 @njit(cache=True, inline="always")
@@ -220,20 +220,17 @@ def _quaternion_product(a, b, out):
 
 
 @njit(cache=True)
-def integrate(q, v, out, scratch):
+def integrate(q, v, out):
     """out = integrate(q, v) (nq,) of a free-flyer configuration: T(q) exp(v[:6]), joints q + v
-    (configuration.py); scratch (7,)."""
-    quaternion, translation = scratch[:4], scratch[4:]
-    exp_pose(v, quaternion, translation)
+    (configuration.py)."""
+    exp_pose(v, out[3:7], out[:3])      # exp(v[:6]) in out first: (quaternion, translation)
     x, y, z, w = q[3], q[4], q[5], q[6]
-    for r in range(3):
-        out[r] = q[r]
-    # R(q) translation, the rotation of a unit quaternion
-    t0, t1, t2 = translation[0], translation[1], translation[2]
-    out[0] += (1 - 2 * (y * y + z * z)) * t0 + 2 * (x * y - z * w) * t1 + 2 * (x * z + y * w) * t2
-    out[1] += 2 * (x * y + z * w) * t0 + (1 - 2 * (x * x + z * z)) * t1 + 2 * (y * z - x * w) * t2
-    out[2] += 2 * (x * z - y * w) * t0 + 2 * (y * z + x * w) * t1 + (1 - 2 * (x * x + y * y)) * t2
-    _quaternion_product(q[3:7], quaternion, out[3:7])
+    # q's position plus R(q) translation, the rotation of a unit quaternion
+    t0, t1, t2 = out[0], out[1], out[2]
+    out[0] = q[0] + (1 - 2 * (y * y + z * z)) * t0 + 2 * (x * y - z * w) * t1 + 2 * (x * z + y * w) * t2
+    out[1] = q[1] + 2 * (x * y + z * w) * t0 + (1 - 2 * (x * x + z * z)) * t1 + 2 * (y * z - x * w) * t2
+    out[2] = q[2] + 2 * (x * z - y * w) * t0 + 2 * (y * z + x * w) * t1 + (1 - 2 * (x * x + y * y)) * t2
+    _quaternion_product(q[3:7], out[3:7], out[3:7])     # reads both factors before it writes
     norm = math.sqrt(out[3] ** 2 + out[4] ** 2 + out[5] ** 2 + out[6] ** 2)
     for r in range(3, 7):
         out[r] /= norm
@@ -242,23 +239,18 @@ def integrate(q, v, out, scratch):
 
 
 @njit(cache=True)
-def difference(q0, q1, out, scratch):
+def difference(q0, q1, out):
     """out = difference(q0, q1) (nv,) of free-flyer configurations: log(T(q0)^-1 T(q1)), joints
-    q1 - q0 (configuration.py); scratch (7,)."""
-    relative, p = scratch[:4], scratch[4:]
+    q1 - q0 (configuration.py)."""
     x, y, z, w = q0[3], q0[4], q0[5], q0[6]
     d0, d1, d2 = q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2]
-    # R(q0)^T d
-    p[0] = (1 - 2 * (y * y + z * z)) * d0 + 2 * (x * y + z * w) * d1 + 2 * (x * z - y * w) * d2
-    p[1] = 2 * (x * y - z * w) * d0 + (1 - 2 * (x * x + z * z)) * d1 + 2 * (y * z + x * w) * d2
-    p[2] = 2 * (x * z + y * w) * d0 + 2 * (y * z - x * w) * d1 + (1 - 2 * (x * x + y * y)) * d2
     bx, by, bz, bw = q1[3], q1[4], q1[5], q1[6]
-    # conj(q0) (x) q1
-    relative[0] = w * bx - x * bw - y * bz + z * by
-    relative[1] = w * by + x * bz - y * bw - z * bx
-    relative[2] = w * bz - x * by + y * bx - z * bw
-    relative[3] = w * bw + x * bx + y * by + z * bz
-    log_pose(relative, p, out[:6])
+    # log of (conj(q0) (x) q1, R(q0)^T d)
+    log_pose(w * bx - x * bw - y * bz + z * by, w * by + x * bz - y * bw - z * bx,
+             w * bz - x * by + y * bx - z * bw, w * bw + x * bx + y * by + z * bz,
+             (1 - 2 * (y * y + z * z)) * d0 + 2 * (x * y + z * w) * d1 + 2 * (x * z - y * w) * d2,
+             2 * (x * y - z * w) * d0 + (1 - 2 * (x * x + z * z)) * d1 + 2 * (y * z + x * w) * d2,
+             2 * (x * z + y * w) * d0 + 2 * (y * z - x * w) * d1 + (1 - 2 * (x * x + y * y)) * d2, out)
     for k in range(7, q0.shape[0]):
         out[k - 1] = q1[k] - q0[k]
 
@@ -278,23 +270,23 @@ def _configuration_fits(q, nq):
 
 
 @njit(cache=True, _nrt=False)
-def checked_integrate(q, v, out, scratch):
+def checked_integrate(q, v, out):
     """integrate (out: nq) for checked-or-not inputs: REFUSED unless they fit."""
     nq = out.shape[0]
-    if not (_configuration_fits(q, nq) and v.shape[0] == nq - 1 and scratch.shape[0] == 7):
+    if not (_configuration_fits(q, nq) and v.shape[0] == nq - 1):
         return REFUSED
     for k in range(nq - 1):
         if not math.isfinite(v[k]):
             return REFUSED
-    integrate(q, v, out, scratch)
+    integrate(q, v, out)
     return OK
 
 
 @njit(cache=True, _nrt=False)
-def checked_difference(q0, q1, out, scratch):
+def checked_difference(q0, q1, out):
     """difference (out: nv) for checked-or-not inputs: REFUSED unless they fit."""
     nq = out.shape[0] + 1
-    if not (_configuration_fits(q0, nq) and _configuration_fits(q1, nq) and scratch.shape[0] == 7):
+    if not (_configuration_fits(q0, nq) and _configuration_fits(q1, nq)):
         return REFUSED
-    difference(q0, q1, out, scratch)
+    difference(q0, q1, out)
     return OK
