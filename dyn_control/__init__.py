@@ -15,6 +15,7 @@ _PUBLIC = {
     ".centroidal": ("center_of_mass", "centroidal_momentum_matrix", "jacobian_center_of_mass"),
     ".configuration": ("difference", "difference_jacobians", "integrate", "integrate_jacobians", "neutral", "normalize",
                        "random_configuration"),
+    ".constrained_second_order": ("constrained_dynamics_second_derivatives", "impulse_dynamics_second_derivatives"),
     ".contact": ("Contact", "constrained_dynamics", "constrained_dynamics_derivatives", "impulse_dynamics",
                  "impulse_dynamics_derivatives"),
     ".derivatives": ("aba_batch", "aba_derivatives", "minverse", "regressor", "regressor_batch",

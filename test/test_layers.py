@@ -21,7 +21,7 @@ LAYERS = (
     ("urdf", "robots", "inertia"),
     ("kernels",),
     ("floating_base", "dynamics", "derivatives", "contact", "task_space", "second_order", "model_derivatives",
-     "configuration", "centroidal"),
+     "configuration", "centroidal", "constrained_second_order"),
     ("mappings",),
     ("control",),
     ("simulation",),
