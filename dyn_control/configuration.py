@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.linalg
 
-from .dynamics import _FAST_REFUSED, F64, compiled_call, strict
+from .dynamics import _FAST_REFUSED, compiled_call, strict
 from .floating_base import check_quaternion
 from .kernels import free_flyer as _ff
 from .model import FREE_FLYER_DOFS, Model, as_real_array
@@ -162,8 +162,8 @@ def _group_operation(model, operation, first, second):
     if getattr(model, "root_joint", None) is not None:
         try:
             out = np.empty(getattr(model, operation.size))
-            if first[1].dtype is F64 and second[1].dtype is F64 and operation.fast_kernel(first[1], second[1],
-                                                                                          out) == _ff.OK:
+            x, y = first[1], second[1]
+            if x.dtype.isnative and y.dtype.isnative and operation.fast_kernel(x, y, out) == _ff.OK:
                 return out
         except _FAST_REFUSED:
             pass

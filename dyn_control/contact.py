@@ -41,7 +41,7 @@ from scipy.linalg import cho_solve
 
 from . import floating_base as _floating
 from .derivatives import rnea_derivatives
-from .dynamics import (_FAST_REFUSED, F64, as_real_array, as_vector, checked_inputs, compiled_call, crba,
+from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, checked_inputs, compiled_call, crba,
                        floating_tree_state, non_finite_error, nonlinear_effects, strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
@@ -584,7 +584,7 @@ def _fast(kernel, model, data, contacts, q, v, third, blocks=0):
     if ws is None:
         return None
     try:
-        if not (q.dtype is F64 and v.dtype is F64 and (type(third) is float or third.dtype is F64)):
+        if not (q.dtype.isnative and v.dtype.isnative and (type(third) is float or third.dtype.isnative)):
             return None
         if ws.twin is not None:
             return _fast_floating(_FAST_FLOATING[kernel], ws, model, data, q, v, third, blocks)

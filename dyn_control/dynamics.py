@@ -107,10 +107,9 @@ for _kernel in FLOATING_ENTRY.values():
 # dispatcher's compile flag on for it: this thread's dispatcher then tries to compile too, and finds
 # the flag off again: RuntimeError "compilation disabled"); the checked path waits for that compile
 _FAST_REFUSED = (AttributeError, TypeError, ValueError, ZeroDivisionError, RuntimeError)
-# the only dtype a fast call passes on: Numba's dispatcher types an array by its type number, layout
-# and flags, so a byte-swapped float64 array (np.frombuffer of '>f8' data) would reach the kernel as
-# a native one, its bytes read in the wrong order
-F64 = np.dtype(np.float64)
+# a fast call passes on arrays in the machine's byte order only: Numba's dispatcher types an array by
+# its type number, layout and flags, so a byte-swapped float64 array (np.frombuffer of '>f8' data)
+# would reach the kernel as a native one, its bytes read in the wrong order
 
 
 def fast(kernel, model, data, *arrays):
@@ -120,7 +119,7 @@ def fast(kernel, model, data, *arrays):
     call down the checked path, which names what is wrong."""
     try:
         for x in arrays:
-            if x.dtype is not F64:
+            if not x.dtype.isnative:
                 return False
         if model.root_joint is not None:
             kernel = FLOATING_ENTRY[kernel]
@@ -436,7 +435,7 @@ def forward_kinematics(model, data, q):
     """World (root-frame) poses of all frames, (nframes, 4, 4) in model.frame_names order."""
     try:
         kernel = _fast_forward_kinematics if model.root_joint is None else _floating_entry.forward_kinematics
-        if q.dtype is F64 and kernel(model._buf, data._buf, q) == _OK:
+        if q.dtype.isnative and kernel(model._buf, data._buf, q) == _OK:
             return data.frame_poses
     except _FAST_REFUSED:
         pass
@@ -466,7 +465,7 @@ def jacobian(model, data, q, frame, reference="world"):
     frame origin's linear velocity in the root frame's axes."""
     try:
         kernel = _fast_jacobian if model.root_joint is None else _floating_entry.jacobian
-        if q.dtype is F64 and kernel(model._buf, data._buf, q, model._frame_index[frame],
+        if q.dtype.isnative and kernel(model._buf, data._buf, q, model._frame_index[frame],
                                      _REFERENCES[reference]) == _OK:
             return data.J
     except (*_FAST_REFUSED, KeyError):

@@ -11,7 +11,7 @@ coupling matrix G (J = J_tree G, v_tree = G v).
 import numpy as np
 
 from . import floating_base as _floating
-from .dynamics import (_FAST_REFUSED, _OK, _REFERENCES, F64, as_finite_array, as_vector, checked_inputs, compiled_call,
+from .dynamics import (_FAST_REFUSED, _OK, _REFERENCES, as_finite_array, as_vector, checked_inputs, compiled_call,
                        coupled_tree_state, crba, floating_tree_state, jacobian, non_finite_error, strict)
 from .kernels import entry as _entry
 from .kernels import task_space as _ts
@@ -69,7 +69,7 @@ def _time_variation(model, data, q, v, frame, reference):
     dynamics.py), once a checked call made the workspace."""
     try:
         ws, code = data._task_space, _REFERENCES[reference]
-        if (q.dtype is F64 and v.dtype is F64
+        if (q.dtype.isnative and v.dtype.isnative
                 and _fast_time_variation(model._buf, data._buf, q, v, model._frame_index[frame], code, ws.out) == _OK):
             return ws, code, q, v
     except (*_FAST_REFUSED, KeyError):
