@@ -119,11 +119,15 @@ def transit_stalls(run):
 
 
 def judged_estimates(run, window):
-    """window (over the estimates' stamps) without SETTLING after each observer restart and
-    AFTER_STALL after each gap of the simulator's joint states over MACHINE_GAP (module docstring)."""
+    """window (over the estimates' stamps) without SETTLING after each observer restart, the windows
+    about the watchdog trips (trip_windows: a trip ended by states late in transit restarts the
+    observer without a gap in the estimates' stamps), and AFTER_STALL after each gap of the
+    simulator's joint states over MACHINE_GAP (module docstring)."""
     t = run["recorder"].stamps("wrench_estimate")
     for restart in observer_restarts(run):
         window &= ~((t >= restart) & (t < restart + SETTLING * 1e9))
+    for start, end in trip_windows(run):
+        window &= ~((t >= start) & (t < end))
     states = np.sort(run["recorder"].source_times("joint_states"))
     for k in np.flatnonzero(np.diff(states) > MACHINE_GAP * 1e9):
         window &= ~((t >= states[k]) & (t < states[k + 1] + AFTER_STALL * 1e9))
