@@ -5,7 +5,8 @@ World frame: the centre of mass c, J_com with dc/dt = J_com v, and A_g with h_g 
 centroidal momentum [k; l], angular first (Pinocchio: linear first): the angular momentum about c
 and the linear momentum, in the world's axes. Results are read-only views of Data buffers.
 """
-from .dynamics import _tree_q, as_vector, check_model_data, coupled_result, entry_call, fast, non_finite_error, strict
+from .dynamics import (_tree_q, as_vector, check_model_data, coupled_result, entry_call, fast, has_multi_dof,
+                       multi_dof_inputs, non_finite_error, strict)
 from .kernels import centroidal as _centroidal
 from .kernels import entry as _entry
 
@@ -17,6 +18,11 @@ _fast_center_of_mass = strict(_entry.center_of_mass)
 def _compute(model, data, q):
     """Runs the kernel on q (nq,): data.com, data.J_com and data.A_g."""
     if fast(_fast_centroidal, model, data, q):
+        return
+    if has_multi_dof(model):    # on the tree twin (multi_dof.py), whose columns are the joints'
+        twin, twin_data, q_t = multi_dof_inputs(model, data, q)
+        _compute(twin, twin_data, q_t)
+        data._com[:], data._J_com[:], data._A_g[:] = twin_data.com, twin_data.J_com, twin_data.A_g
         return
     check_model_data(model, data, True)
     q, q_t = _tree_q(model, data, q)
@@ -37,6 +43,9 @@ def _compute(model, data, q):
 def center_of_mass(model, data, q):
     """The centre of mass (3,) in the world frame  -> data.com."""
     if fast(_fast_center_of_mass, model, data, q):
+        return data.com
+    if has_multi_dof(model):
+        data._com[:] = center_of_mass(*multi_dof_inputs(model, data, q))
         return data.com
     check_model_data(model, data, True)
     q = as_vector("q", q, model.nq)

@@ -8,7 +8,8 @@ q[:7] = [p; quaternion (x, y, z, w)]) moves on SE(3) in its own frame, as Pinocc
     T(integrate(q, v)) = T(q) exp(v[:6]),      v[:6] = [w; v] angular first,
     difference(q0, q1)[:6] = log(T(q0)^-1 T(q1)),
 
-the joints after it as vectors. The Jacobians are those of this parametrization (the tangent space
+the joints after it as vectors. A multi-DoF joint (multi_dof.py) moves likewise on its kind's subgroup
+(SO(3), SE(2) or SE(3)) in its own frame, computed as that subgroup's elements of SE(3). The Jacobians are those of this parametrization (the tangent space
 the package's derivatives with respect to q use), with the right Jacobian of SE(3)'s exponential
 J_r(xi) = sum_k (-ad_xi)^k / (k + 1)!:
 
@@ -20,10 +21,11 @@ from typing import Callable, NamedTuple
 import numpy as np
 import scipy.linalg
 
+from . import multi_dof as _multi
 from .dynamics import _FAST_REFUSED, compiled_call, strict
 from .floating_base import check_quaternion
 from .kernels import free_flyer as _ff
-from .model import FREE_FLYER_DOFS, Model, as_real_array
+from .model import FREE_FLYER_DOFS, MULTI_DOF_SCREWS, PLANAR, SPHERICAL, Model, as_real_array
 from .spatial import Ad, ad
 
 RANDOM_RANGE = 1e3  # joint limits beyond +-RANDOM_RANGE count as none in random_configuration
@@ -51,6 +53,7 @@ def _configuration(model, name, q):
     x = _vector(name, q, model.nq)
     if model.root_joint is not None:
         check_quaternion(name, x)
+    _multi.check_configuration(model, name, x)
     return x
 
 
@@ -112,6 +115,13 @@ def normalize(model, q):
         if not (norm > 0.0 and np.isfinite(norm)):
             raise ValueError(f"q[3:7], the free flyer's quaternion, cannot be normalized: {x[3:7].tolist()}")
         x[3:7] /= norm
+    for joint in model.multi_dof_joints:
+        part = _multi.rotation_part(joint, x)
+        norm = float(np.linalg.norm(x[part]))
+        if not (norm > 0.0 and np.isfinite(norm)):
+            raise ValueError(f"q[{part.start}:{part.stop}] of joint {joint.name!r} cannot be normalized: "
+                             f"{x[part].tolist()}")
+        x[part] /= norm
     return x
 
 
@@ -130,6 +140,8 @@ def random_configuration(model, rng=None, position_range=1.0):
     low = np.where(has_lower, lower, np.where(has_upper, upper - 2 * np.pi, -np.pi))
     high = np.where(has_upper, upper, np.where(has_lower, lower + 2 * np.pi, np.pi))
     joints = rng.uniform(low, high)
+    if model.multi_dof_joints:
+        return _random_multi_dof(model, rng, position_range, np.concatenate([np.zeros(start), joints]))
     if model.coupling is not None:
         joints = joints[[model.joint_names.index(n) for n in model.actuated_joints]]
     if model.root_joint is None:
@@ -137,6 +149,32 @@ def random_configuration(model, rng=None, position_range=1.0):
     quaternion = rng.normal(size=4)
     quaternion /= np.linalg.norm(quaternion)
     return np.concatenate([rng.uniform(-position_range, position_range, 3), quaternion, joints])
+
+
+def _random_orientation(rng):
+    quaternion = rng.normal(size=4)
+    return quaternion / np.linalg.norm(quaternion)
+
+
+def _random_multi_dof(model, rng, position_range, joints):
+    """random_configuration of a model with multi-DoF joints, from the 1-DoF joints' values (nbodies,):
+    a quaternion uniform on SO(3), a position uniform in [-position_range, position_range] per axis,
+    a planar heading uniform in [-pi, pi]."""
+    q = np.empty(model.nq)
+    q_index, v_index = _multi.scalar_coordinates(model)
+    q[q_index] = joints[v_index]
+    if model.root_joint is not None:
+        q[:7] = np.concatenate([rng.uniform(-position_range, position_range, 3), _random_orientation(rng)])
+    for joint in model.multi_dof_joints:
+        part = slice(joint.q_index, joint.q_index + joint.nq)
+        if joint.kind == SPHERICAL:
+            q[part] = _random_orientation(rng)
+        elif joint.kind == PLANAR:
+            angle = rng.uniform(-np.pi, np.pi)
+            q[part] = [*rng.uniform(-position_range, position_range, 2), np.cos(angle), np.sin(angle)]
+        else:
+            q[part] = [*rng.uniform(-position_range, position_range, 3), *_random_orientation(rng)]
+    return q
 
 
 class _Operation(NamedTuple):
@@ -170,10 +208,46 @@ def _group_operation(model, operation, first, second):
     model = _model(model)
     x = _configuration(model, *first)
     y = _configuration(model, *second) if operation.second_is_configuration else _tangent(model, *second)
+    if model.multi_dof_joints:
+        return _multi_dof_operation(model, operation, x, y)
     if model.root_joint is None:
         return operation.vectors(x, y)
     out = np.empty(getattr(model, operation.size))
     compiled_call(operation.kernel, x, y, out)
+    return out
+
+
+def _pose7(joint, q):
+    """[p; quaternion] (7,) of a multi-DoF joint's pose at q, as a free flyer's configuration."""
+    quaternion, p = _multi.pose(joint, q)
+    return np.concatenate([p, quaternion])
+
+
+def _multi_dof_operation(model, operation, x, y):
+    """integrate or difference of a model with multi-DoF joints: each joint on its subgroup of SE(3)
+    (the free flyer's kernels on its pose), a free flyer's root as its own, the 1-DoF joints as vectors."""
+    integrating = operation is _INTEGRATE
+    out = np.empty(model.nq if integrating else model.nv)
+    q_index, v_index = _multi.scalar_coordinates(model)
+    if integrating:
+        out[q_index] = x[q_index] + y[v_index]
+    else:
+        out[v_index] = y[q_index] - x[q_index]
+    if model.root_joint is not None:
+        if integrating:
+            _ff.integrate(x[:7], y[:FREE_FLYER_DOFS], out[:7])
+        else:
+            _ff.difference(x[:7], y[:7], out[:FREE_FLYER_DOFS])
+    for joint in model.multi_dof_joints:
+        axes = list(MULTI_DOF_SCREWS[joint.kind])
+        if integrating:
+            pose = np.empty(7)
+            _ff.integrate(_pose7(joint, x), _multi.tangent(joint, y[joint.body:joint.body + joint.nv]), pose)
+            out[joint.q_index:joint.q_index + joint.nq] = _multi.coordinates(joint, pose[3:], pose[:3])
+        else:
+            xi = np.empty(6)
+            _ff.difference(_pose7(joint, x), _pose7(joint, y), xi)
+            out[joint.body:joint.body + joint.nv] = xi[axes]
     return out
 
 
@@ -194,9 +268,11 @@ def integrate_jacobians(model, q, v):
     model = _model(model)
     q, v = _configuration(model, "q", q), _tangent(model, "v", v)
     d_q, d_v = np.eye(model.nv), np.eye(model.nv)
-    if model.root_joint is not None:
-        d_q[:6, :6] = _inverse_adjoint(*_exp(v[:6]))
-        d_v[:6, :6] = _right_jacobian(v[:6])
+    for part, axes in _groups(model):
+        xi = np.zeros(6)
+        xi[axes] = v[part]
+        d_q[part, part] = _inverse_adjoint(*_exp(xi))[np.ix_(axes, axes)]
+        d_v[part, part] = _right_jacobian(xi)[np.ix_(axes, axes)]
     return d_q, d_v
 
 
@@ -205,9 +281,21 @@ def difference_jacobians(model, q0, q1):
     model = _model(model)
     q0, q1 = _configuration(model, "q0", q0), _configuration(model, "q1", q1)
     d_q0, d_q1 = -np.eye(model.nv), np.eye(model.nv)
-    if model.root_joint is not None:
-        xi = difference(model, q0, q1)[:6]
-        inverse = np.linalg.inv(_right_jacobian(xi))
-        d_q1[:6, :6] = inverse
-        d_q0[:6, :6] = -inverse @ _inverse_adjoint(*_exp(xi))
+    v = difference(model, q0, q1)
+    for part, axes in _groups(model):
+        # the subgroup's blocks: J_r and Ad map its subalgebra into itself, so the blocks of their
+        # inverses and products are those of the blocks
+        xi = np.zeros(6)
+        xi[axes] = v[part]
+        block = np.ix_(axes, axes)
+        inverse = np.linalg.inv(_right_jacobian(xi)[block])
+        d_q1[part, part] = inverse
+        d_q0[part, part] = -inverse @ _inverse_adjoint(*_exp(xi))[block]
     return d_q0, d_q1
+
+
+def _groups(model):
+    """(v slice, unit-screw indices [w; v]) of the free flyer and of each multi-DoF joint."""
+    groups = [(slice(0, FREE_FLYER_DOFS), list(range(FREE_FLYER_DOFS)))] if model.root_joint is not None else []
+    return groups + [(slice(j.body, j.body + j.nv), list(MULTI_DOF_SCREWS[j.kind]))
+                     for j in model.multi_dof_joints]

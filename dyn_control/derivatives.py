@@ -20,8 +20,10 @@ import numba
 import numpy as np
 
 from . import floating_base as _floating
+from . import multi_dof as _multi
 from .dynamics import (aba, as_real_array, checked_inertia_input, checked_inputs, coupled_result, coupled_tree_state,
-                       crba, entry_call, fast, floating_tree_state, non_finite_error, strict)
+                       crba, entry_call, fast, floating_tree_state, has_multi_dof, multi_dof_error, multi_dof_inputs,
+                       non_finite_error, rnea, strict)
 from .kernels import batch as _batch
 from .kernels import entry as _entry
 from .kernels import free_flyer as _ff
@@ -99,6 +101,11 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     body's spatial force [n; f] in its own frame (constant in that frame)."""
     if f_ext is None and fast(_fast_rnea_derivatives, model, data, q, v, a):
         return data.dtau_dq, data.dtau_dv, data.dtau_da
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v, a, forces = multi_dof_inputs(model, data, q, v=v, a=a, f_ext=f_ext)
+        a_t = _multi.twin_acceleration(model, v, a, data._a_tree)
+        _multi_dof_derivatives(model, data, twin, twin_data, q_t, v, a_t, None if f_ext is None else forces)
+        return data.dtau_dq, data.dtau_dv, data.dtau_da
     q, v, a, forces = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
     if f_ext is None and entry_call(_entry.rnea_derivatives, model, data, q, v, a):
         return data.dtau_dq, data.dtau_dv, data.dtau_da
@@ -117,6 +124,16 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None):
     return data.dtau_dq, data.dtau_dv, data.dtau_da
 
 
+def _multi_dof_derivatives(model, data, twin, twin_data, q_t, v, a_t, f_ext):
+    """data.dtau_dq, dtau_dv, dtau_da of a model with multi-DoF joints from its tree twin's at the twin's
+    acceleration a_t (multi_dof.correct_derivatives)."""
+    tau = rnea(twin, twin_data, q_t, v, a_t, f_ext).copy()
+    for out, twin_out in zip((data._dtau_dq, data._dtau_dv, data._dtau_da),
+                             rnea_derivatives(twin, twin_data, q_t, v, a_t, f_ext)):
+        out[:] = twin_out
+    _multi.correct_derivatives(model, v, a_t, tau, data._dtau_da, data._dtau_dq, data._dtau_dv)
+
+
 def _singular_error(model, joint_index):
     return ValueError(f"M(q) is singular: joint {model.joint_names[joint_index]!r} moves bodies "
                       "without inertia about its axis")
@@ -133,6 +150,9 @@ def minverse(model, data, q):
     """(M(q) + diag(I_a))^-1 (nv, nv), full symmetric, by the articulated-body algorithm in O(n^2)
     -> data.Minv."""
     if fast(_fast_minverse, model, data, q):
+        return data.Minv
+    if has_multi_dof(model):
+        data._Minv[:] = minverse(*multi_dof_inputs(model, data, q))
         return data.Minv
     q = checked_inertia_input(_entry.minverse, model, data, q)
     if q is None:
@@ -156,6 +176,16 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None):
     data.ddq_dv, data.Minv, each (nv, nv); Minv = d a / d tau. data.ddq receives a itself, and
     data.dtau_dq, data.dtau_dv the inverse-dynamics derivatives at that a."""
     if f_ext is None and fast(_fast_aba_derivatives, model, data, q, v, tau):
+        return data.ddq_dq, data.ddq_dv, data.Minv
+    if has_multi_dof(model):    # -M^-1 of the inverse dynamics' derivatives at the forward dynamics' a
+        twin, twin_data, q_t, v, tau, forces = multi_dof_inputs(model, data, q, v=v, tau=tau, f_ext=f_ext)
+        forces = None if f_ext is None else forces
+        data._ddq[:] = aba(twin, twin_data, q_t, v, tau, forces)
+        _multi_dof_derivatives(model, data, twin, twin_data, q_t, v, data._ddq, forces)
+        _multi.add_bias(model, v, data._ddq)
+        data._Minv[:] = minverse(twin, twin_data, q_t)
+        data._ddq_dq[:] = -data._Minv @ data._dtau_dq
+        data._ddq_dv[:] = -data._Minv @ data._dtau_dv
         return data.ddq_dq, data.ddq_dv, data.Minv
     q, v, tau, forces = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
     if f_ext is None and entry_call(_entry.aba_derivatives, model, data, q, v, tau):
@@ -234,6 +264,8 @@ def _batch_inputs(model, **arrays):
     (q_tree = q G^T + offset, v_tree = v G^T, ... for mimic coupling; a free flyer's: _floating_batch)."""
     if not isinstance(model, Model):
         raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
+    if model.multi_dof_joints:
+        raise multi_dof_error(model)
     out = []
     for name, x in arrays.items():
         n = model.nq if name == "q" else model.nv

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from . import floating_base as _floating
+from . import multi_dof as _multi
 from .kernels import aba as _aba
 from .kernels import coriolis as _coriolis
 from .kernels import crba as _crba
@@ -176,9 +177,9 @@ def non_finite_error(**arrays):
                       f"inputs {', '.join(named)} (largest {largest})")
 
 
-def check_model_data(model, data, floating_base=False):
+def check_model_data(model, data, floating_base=False, multi_dof=False):
     """A ValueError unless model is a Model and data its Data; a floating-base model only where the
-    caller takes one (floating_base=True)."""
+    caller takes one (floating_base=True), multi-DoF joints likewise (multi_dof=True)."""
     try:
         matches = isinstance(data, Data) and data.nbodies == model.nbodies and data.nv == model.nv
     except AttributeError:  # model is not a Model
@@ -189,6 +190,32 @@ def check_model_data(model, data, floating_base=False):
         raise ValueError("data must come from model.create_data() of this model")
     if model.root_joint is not None and not floating_base:
         raise floating_base_error(model)
+    if model.multi_dof_joints and not multi_dof:
+        raise multi_dof_error(model)
+
+
+def multi_dof_error(model):
+    joints = ", ".join(f"{j.name!r} ({j.kind})" for j in model.multi_dof_joints)
+    return ValueError(f"this function does not take multi-DoF joints yet (robot {model.name!r} has {joints}): "
+                      "multi_dof.py lists the functions that do")
+
+
+def has_multi_dof(model):
+    """True for a Model with multi-DoF joints (multi_dof.py), which the functions run on its tree twin."""
+    return bool(getattr(model, "multi_dof_joints", None))
+
+
+def multi_dof_inputs(model, data, q, **inputs):
+    """(twin, twin_data, q_twin, inputs...) of a model with multi-DoF joints (multi_dof.anchor): model,
+    data, q and the inputs (joint vectors (nv,), f_ext) checked and finite, else a ValueError."""
+    check_model_data(model, data, True, True)
+    q = as_vector("q", q, model.nq)
+    checked = tuple(external_forces(model, data, x) if name == "f_ext" else as_vector(name, x, model.nv)
+                    for name, x in inputs.items())
+    named = {"q": q, **{name: x for name, x in zip(inputs, checked) if name != "f_ext"}}
+    if not all(np.all(np.isfinite(x)) for x in named.values()):
+        raise non_finite_error(**named)
+    return (*_multi.anchor(model, data, q), *checked)
 
 
 def floating_base_error(model):
@@ -201,10 +228,14 @@ def external_forces(model, data, f_ext):
     if f_ext is None:
         return data._f_ext_zero
     forces = as_finite_array("f_ext", f_ext, (model.nbodies, 6))
-    if model.root_joint is not None and np.any(forces[:FREE_FLYER_DOFS - 1]):
-        raise ValueError(f"f_ext rows 0-{FREE_FLYER_DOFS - 2} are the free flyer's massless bodies "
-                         f"({', '.join(model.body_names[:FREE_FLYER_DOFS - 1])}) and must be zero: a force on the "
-                         f"root link {model.body_names[FREE_FLYER_DOFS - 1]!r} goes in row {FREE_FLYER_DOFS - 1}")
+    chains = [("the free flyer", 0, FREE_FLYER_DOFS)] if model.root_joint is not None else []
+    chains += [(f"joint {j.name!r}", j.body, j.nv) for j in model.multi_dof_joints]
+    for owner, first, nv in chains:
+        last = first + nv - 1
+        if np.any(forces[first:last]):
+            raise ValueError(f"f_ext rows {first}-{last - 1} are {owner}'s massless bodies "
+                             f"({', '.join(model.body_names[first:last])}) and must be zero: a force on its link "
+                             f"{model.body_names[last]!r} goes in row {last}")
     return forces
 
 
@@ -296,6 +327,11 @@ def rnea(model, data, q, v, a, f_ext=None):
     f_ext: None or (nbodies, 6), the spatial force [n; f] on each body, in the body's frame."""
     if fast(_fast_rnea, model, data, q, v, a) if f_ext is None else fast(_fast_rnea_ext, model, data, q, v, a, f_ext):
         return data.tau
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v, a, forces = multi_dof_inputs(model, data, q, v=v, a=a, f_ext=f_ext)
+        a_t = _multi.twin_acceleration(model, v, a, data._a_tree)
+        data._tau[:] = rnea(twin, twin_data, q_t, v, a_t, None if f_ext is None else forces)
+        return data.tau
     q, v, a, forces = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
     if (entry_call(_entry.rnea, model, data, q, v, a) if f_ext is None
             else entry_call(_entry.rnea_ext, model, data, q, v, a, forces)):
@@ -317,6 +353,9 @@ def nonlinear_effects(model, data, q, v):
     """rnea(q, v, 0) = C(q, v) v + g(q) + F_v v + F_c sgn_s(v)  -> data.nle (nv,)."""
     if fast(_fast_nonlinear_effects, model, data, q, v):
         return data.nle
+    if has_multi_dof(model):
+        data._nle[:] = rnea(model, data, q, v, data._zero)
+        return data.nle
     q, v = checked_inputs(model, data, True, q=q, v=v)
     if not entry_call(_entry.nonlinear_effects, model, data, q, v):
         data._nle[:] = rnea(model, data, q, v, data._zero)
@@ -327,6 +366,10 @@ def gravity(model, data, q):
     """Generalized gravity g(q)  -> data.g (nv,)."""
     if fast(_fast_gravity, model, data, q):
         return data.g
+    if has_multi_dof(model):
+        twin, twin_data, q_t = multi_dof_inputs(model, data, q)
+        data._g[:] = gravity(twin, twin_data, q_t)
+        return data.g
     q, = checked_inputs(model, data, True, q=q)
     if not entry_call(_entry.gravity, model, data, q):
         data._g[:] = rnea(model, data, q, data._zero, data._zero)
@@ -336,6 +379,9 @@ def gravity(model, data, q):
 def crba(model, data, q):
     """Joint-space inertia matrix M(q) + diag(I_a) (rotors included), full symmetric  -> data.M (nv, nv)."""
     if fast(_fast_crba, model, data, q):
+        return data.M
+    if has_multi_dof(model):
+        data._M[:] = crba(*multi_dof_inputs(model, data, q))
         return data.M
     q = checked_inertia_input(_entry.crba, model, data, q)
     if q is None:
@@ -353,6 +399,11 @@ def aba(model, data, q, v, tau, f_ext=None):
     """Forward dynamics a = (M(q) + diag(I_a))^-1 (tau - C(q, v) v - g(q) - F_v v - F_c sgn_s(v)
     + sum_i J_i^T f_ext_i)  -> data.ddq."""
     if fast(_fast_aba, model, data, q, v, tau) if f_ext is None else fast(_fast_aba_ext, model, data, q, v, tau, f_ext):
+        return data.ddq
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v, tau, forces = multi_dof_inputs(model, data, q, v=v, tau=tau, f_ext=f_ext)
+        data._ddq[:] = aba(twin, twin_data, q_t, v, tau, None if f_ext is None else forces)
+        _multi.add_bias(model, v, data._ddq)
         return data.ddq
     q, v, tau, forces = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
     try:
@@ -400,6 +451,11 @@ def coriolis_matrix(model, data, q, v):
     skew-symmetric  -> data.C."""
     if fast(_fast_coriolis_matrix, model, data, q, v):
         return data.C
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v = multi_dof_inputs(model, data, q, v=v)
+        data._C[:] = coriolis_matrix(twin, twin_data, q_t, v)
+        _multi.correct_coriolis(model, data._C, twin_data.oS, twin_data.oV, twin_data.oIc)
+        return data.C
     q, v = checked_inputs(model, data, True, q=q, v=v)
     if entry_call(_entry.coriolis_matrix, model, data, q, v):
         return data.C
@@ -439,6 +495,9 @@ def forward_kinematics(model, data, q):
             return data.frame_poses
     except _FAST_REFUSED:
         pass
+    if has_multi_dof(model):
+        data._frame_poses[:] = forward_kinematics(*multi_dof_inputs(model, data, q))
+        return data.frame_poses
     check_model_data(model, data, True)
     q, q_t = _tree_q(model, data, q)
     if len(data.frame_poses) == len(model.frame_names) and entry_call(_entry.forward_kinematics, model, data, q):
@@ -470,6 +529,9 @@ def jacobian(model, data, q, frame, reference="world"):
             return data.J
     except (*_FAST_REFUSED, KeyError):
         pass
+    if has_multi_dof(model):
+        data._J[:] = jacobian(*multi_dof_inputs(model, data, q), frame, reference)
+        return data.J
     check_model_data(model, data, True)
     f = model.frame_id(frame)
     try:

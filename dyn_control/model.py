@@ -8,7 +8,8 @@ Bodies come in depth-first order (parents before children), so forward passes ru
 and backward passes the other way. parent -1 is the fixed root link ("universe").
 
 Without mimic coupling the generalized coordinates are the joint angles/displacements one per
-body (nq = nv = nbodies). With `mimic=True` a mimic joint follows its leader,
+body (nq = nv = nbodies). A multi-DoF joint (spherical, planar, floating; multi_dof.py) is a chain of
+1-DoF bodies, one per coordinate of its v, the last of them its child link. With `mimic=True` a mimic joint follows its leader,
 q_tree = coupling @ q + coupling_offset, and nq = nv < nbodies. With a free-flyer root
 (root_joint "free_flyer", floating_base.py) the first six bodies are the free flyer's, nv = nbodies
 and nq = nv + 1 (its orientation is a quaternion).
@@ -24,6 +25,8 @@ coordinate and reach the actuated joints through the coupling, like its inertia.
 zero, as Pinocchio does: the URDF's <dynamics damping friction> stay in `damping` and `friction`,
 applied by nothing, and `with_joint_dynamics(viscous=model.damping, coulomb=model.friction)` applies them.
 """
+from typing import NamedTuple
+
 import numpy as np
 
 
@@ -36,13 +39,30 @@ FREE_FLYER = "free_flyer"   # a root joint (load_urdf's root_joint)
 FREE_FLYER_DOFS = 6         # its velocity coordinates, [w; v]
 FREE_FLYER_NAME = "root_joint"
 
+# Multi-DoF joints inside the tree (multi_dof.py): per kind, the unit screws [w; v] of its chain in the
+# child link's frame in the order of its v, the names of those coordinates, and its number of q entries
+SPHERICAL, PLANAR, FLOATING_JOINT = "spherical", "planar", "floating"
+MULTI_DOF_SCREWS = {SPHERICAL: (0, 1, 2), PLANAR: (2, 3, 4), FLOATING_JOINT: (0, 1, 2, 3, 4, 5)}
+MULTI_DOF_COORDINATES = {SPHERICAL: ("wx", "wy", "wz"), PLANAR: ("wz", "vx", "vy"),
+                         FLOATING_JOINT: ("wx", "wy", "wz", "vx", "vy", "vz")}
+MULTI_DOF_NQ = {SPHERICAL: 4, PLANAR: 4, FLOATING_JOINT: 7}
+# the neutral configuration: identity quaternion (x, y, z, w); planar (x, y, cos, sin)
+MULTI_DOF_NEUTRAL = {SPHERICAL: (0.0, 0.0, 0.0, 1.0), PLANAR: (0.0, 0.0, 1.0, 0.0),
+                     FLOATING_JOINT: (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)}
+
+
+class MultiDofJoint(NamedTuple):
+    """A multi-DoF joint of a Model: its bodies body .. body + nv - 1 (the last one its child link),
+    its coordinates q[q_index : q_index + nq] and v[body : body + nv]."""
+    name: str
+    kind: str
+    body: int
+    nv: int
+    nq: int
+    q_index: int
+
 PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 JOINT_PARAMETER_NAMES = ("armature", "viscous", "coulomb")  # columns of Model.joint_terms
-
-
-def free_flyer_joint_names():
-    """The names of a free flyer's six coordinates of v, angular first (the first six joints)."""
-    return tuple(f"{FREE_FLYER_NAME}_{c}" for c in ("wx", "wy", "wz", "vx", "vy", "vz"))
 
 
 def as_real_array(name, x, expected):
@@ -63,7 +83,8 @@ def as_real_array(name, x, expected):
 # The packed buffers of a Model (model._buf) and a Data (data._buf), as the entry kernels read them
 # (kernels/entry.py): a header, then the start of each field in float64 slots.
 HEADER = 4          # nbodies, nv, nframes, tree kind (TREE, COUPLED or FLOATING)
-TREE, COUPLED, FLOATING = 0.0, 1.0, 2.0   # a plain tree, mimic coupling, a free-flyer root
+TREE, COUPLED, FLOATING, MULTI_DOF = 0.0, 1.0, 2.0, 3.0   # a plain tree, mimic coupling, a free-flyer root,
+# multi-DoF joints (which the entry kernels refuse: multi_dof.py runs them on a tree twin)
 MODEL_FIELDS = ("parents", "screw_axes", "home_R", "home_p", "phi", "base_accel", "frame_body",
                 "frame_R", "frame_p", "joint_terms")
 DATA_FIELDS = ("R", "p", "oR", "op", "V", "Vdot", "F", "tmp6", "tau", "nle", "g", "zero", "f_ext_zero",
@@ -133,7 +154,7 @@ class Model:
                  friction, frame_names, frame_body, frame_R, frame_p, root_name,
                  coupling=None, coupling_offset=None, mimic_of=None, link_geometry=None,
                  source_dir=None, gravity=(0.0, 0.0, -9.81), frame_aliases=None, warnings=(),
-                 joint_terms=None, root_joint=None):
+                 joint_terms=None, root_joint=None, multi_dof_joints=()):
         self.name = name
         self.root_joint = root_joint    # None (fixed to the world) or FREE_FLYER
         self.warnings = tuple(warnings)  # load_urdf's doubts about the file, one message each
@@ -178,6 +199,10 @@ class Model:
             self.nv = self.coupling.shape[1]
             self.actuated_joints = tuple(n for n, m in zip(self.joint_names, self.mimic_of) if m is None)
         self.nq = self.nv + (root_joint == FREE_FLYER)
+        self.multi_dof_joints = self._multi_dof(multi_dof_joints)
+        passive = {self.joint_names[j.body + k] for j in self.multi_dof_joints if j.kind != SPHERICAL
+                   for k in range(j.nv)}    # a planar or floating joint moves a free body, as the free flyer
+        self.actuated_joints = tuple(n for n in self.actuated_joints if n not in passive)
         self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
         # a joint name also names its child link's frame (fixed joints through frame_aliases)
         self.frame_aliases = dict(frame_aliases or {})
@@ -191,7 +216,8 @@ class Model:
         """All arrays into one buffer `_buf` (kernels/entry.py: one argument for the whole model);
         the writable `_name` and read-only `name` attributes become views of it."""
         names = [n[1:] for n, x in vars(self).items() if n.startswith("_") and isinstance(x, np.ndarray)]
-        kind = FLOATING if self.root_joint is not None else COUPLED if self.coupling is not None else TREE
+        kind = (MULTI_DOF if self.multi_dof_joints else FLOATING if self.root_joint is not None
+                else COUPLED if self.coupling is not None else TREE)
         head = (self.nbodies, self.nv, len(self.frame_names), kind)
         self._buf, copies = pack_arrays({n: getattr(self, "_" + n) for n in names}, MODEL_FIELDS, head)
         for name, copy in copies.items():
@@ -200,6 +226,21 @@ class Model:
             setattr(self, "_" + name, copy)
             setattr(self, name, view)
         self.armature, self.viscous_friction, self.coulomb_friction = self.joint_terms.T
+
+    def _multi_dof(self, joints):
+        """MultiDofJoint per (name, kind, body), in the order of their bodies; nq grows by their
+        coordinates beyond v (a quaternion's fourth entry, a planar angle's cosine and sine)."""
+        found = []
+        for name, kind, body in sorted(joints, key=lambda joint: joint[2]):
+            if kind not in MULTI_DOF_SCREWS:
+                raise ValueError(f"joint {name!r}: unknown multi-DoF kind {kind!r} (one of {', '.join(MULTI_DOF_SCREWS)})")
+            if self.coupling is not None:
+                raise ValueError(f"joint {name!r}: mimic coupling is for models of 1-DoF joints only")
+            nv, nq = len(MULTI_DOF_SCREWS[kind]), MULTI_DOF_NQ[kind]
+            q_index = body + self.nq - self.nv   # the free flyer's and earlier joints' extra entries before it
+            found.append(MultiDofJoint(name, kind, body, nv, nq, q_index))
+            self.nq += nq - nv
+        return tuple(found)
 
     def __repr__(self):
         root = f"free-flyer root {self.root_name!r}" if self.root_joint else f"root {self.root_name!r}"
@@ -289,10 +330,13 @@ class Model:
                                                ("coulomb", coulomb))):
             if value is not None:
                 terms[:, column] = self._per_joint(name, value)
-        if self.root_joint is not None and np.any(terms[:FREE_FLYER_DOFS]):
-            raise ValueError(f"joint terms act on the actuated joints only: the free flyer's coordinates "
-                             f"{', '.join(self.joint_names[:FREE_FLYER_DOFS])} must have zero "
-                             f"{', '.join(JOINT_PARAMETER_NAMES)}")
+        chains = [("the free flyer's", 0, FREE_FLYER_DOFS)] if self.root_joint is not None else []
+        chains += [(f"multi-DoF joint {j.name!r}'s", j.body, j.nv) for j in self.multi_dof_joints]
+        for owner, first, nv in chains:
+            if np.any(terms[first:first + nv]):
+                raise ValueError(f"joint terms act on the actuated 1-DoF joints only: {owner} coordinates "
+                                 f"{', '.join(self.joint_names[first:first + nv])} must have zero "
+                                 f"{', '.join(JOINT_PARAMETER_NAMES)}")
         return self._replace(joint_terms=terms)
 
     def _per_joint(self, name, value):
@@ -360,6 +404,13 @@ class Model:
         world's origin with the identity orientation (floating_base.py)."""
         q = np.zeros(self.nbodies)
         q = np.clip(q, self.lower, self.upper)
+        if self.multi_dof_joints:
+            k = FREE_FLYER_DOFS if self.root_joint is not None else 0
+            parts = [np.zeros(3), [0.0, 0.0, 0.0, 1.0]] if self.root_joint is not None else []
+            for joint in self.multi_dof_joints:
+                parts += [q[k:joint.body], MULTI_DOF_NEUTRAL[joint.kind]]
+                k = joint.body + joint.nv
+            return np.concatenate([*parts, q[k:]])
         if self.root_joint is not None:
             return np.concatenate([np.zeros(3), [0.0, 0.0, 0.0, 1.0], q[FREE_FLYER_DOFS:]])
         if self.coupling is None:
@@ -378,7 +429,8 @@ class Model:
             coupling_offset=self.coupling_offset, mimic_of=self.mimic_of,
             link_geometry=self.link_geometry, source_dir=self.source_dir, gravity=self.gravity,
             frame_aliases=self.frame_aliases, warnings=self.warnings, joint_terms=self.joint_terms,
-            root_joint=self.root_joint)
+            root_joint=self.root_joint,
+            multi_dof_joints=tuple((j.name, j.kind, j.body) for j in self.multi_dof_joints))
         fields.update(changes)
         return Model(**fields)
 

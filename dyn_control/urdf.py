@@ -7,8 +7,9 @@ type, <parent>, <child>, <origin>, <axis>, <limit>, <dynamics> and <mimic>. Noth
 attributes, a missing robot name) is looked at, so nothing else can fail a load. What is read falls
 in three kinds, following urdfdom (which RViz, robot_state_publisher and Pinocchio use):
 - unusable: a cycle, a missing link, a number that is not finite, a joint type other than revolute,
-  continuous, prismatic and fixed (and floating from the root link: the free flyer, as Pinocchio
-  reads it; planar is not taken), a negative mass, effort or velocity limit, damping or friction,
+  continuous, prismatic, fixed, floating, planar (in the plane of its frame's x and y axes, as
+  Pinocchio reads it: an <axis> other than 0 0 1 is refused) and ball (Drake's extension; also
+  "spherical"), a negative mass, effort or velocity limit, damping or friction,
   an origin so large that the dynamics at the home configuration are not finite. URDFError
   naming the element;
 - physically doubtful: joint limits reversed, an inertia tensor that is not positive
@@ -17,6 +18,10 @@ in three kinds, following urdfdom (which RViz, robot_state_publisher and Pinocch
   message per doubt, naming the element; with `strict=True` the first doubt raises URDFError
   with that message instead;
 - the rest loads as written.
+
+A floating joint from the root link (a "world" link with no other joint, the joint's <origin> the
+identity) makes its child the free flyer (floating_base.py), as Pinocchio's parser reads it; every
+other floating, planar or ball joint becomes a multi-DoF joint of the tree (multi_dof.py).
 
 The tree is walked depth-first from the root link with an explicit stack (chains of any length),
 siblings ordered by joint name (the order urdfdom, and so Pinocchio, gives them); fixed joints are
@@ -30,7 +35,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .model import CONTINUOUS, FREE_FLYER, PRISMATIC, REVOLUTE, Model, free_flyer_joint_names
+from .model import (CONTINUOUS, FLOATING_JOINT, FREE_FLYER, FREE_FLYER_NAME, MULTI_DOF_COORDINATES, MULTI_DOF_SCREWS,
+                    PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, Model)
 from .spatial import phi_to_parent_add
 
 
@@ -39,9 +45,10 @@ class URDFError(ValueError):
 
 
 _FIXED = -1  # kind of a fixed joint: merged into its parent body, never a Model's joint
-_FLOATING = -2  # a floating joint from the root link: the model's free flyer (_floating_root)
+_FLOATING, _PLANAR, _BALL = -2, -3, -4   # multi-DoF joints (a floating one from the root link: _floating_root)
+_MULTI_DOF = {_FLOATING: FLOATING_JOINT, _PLANAR: PLANAR, _BALL: SPHERICAL}
 _KINDS = {"revolute": REVOLUTE, "continuous": CONTINUOUS, "prismatic": PRISMATIC, "fixed": _FIXED,
-          "floating": _FLOATING}
+          "floating": _FLOATING, "planar": _PLANAR, "ball": _BALL, "spherical": _BALL}
 _SHAPES = ("box", "cylinder", "sphere", "mesh")
 _INERTIA_ROUNDOFF = 1e-7  # kg m^2: CAD exports leave round-off of a few 1e-8 (tiago's antennas)
 # expat reads an XML declaration only at the very start; urdfdom also after whitespace and comments
@@ -55,7 +62,7 @@ class _Link(NamedTuple):
 
 class _Joint(NamedTuple):
     name: str
-    kind: int        # REVOLUTE, CONTINUOUS, PRISMATIC, _FIXED or _FLOATING
+    kind: int        # REVOLUTE, CONTINUOUS, PRISMATIC, _FIXED or one of _MULTI_DOF
     parent: str
     child: str
     R: np.ndarray    # <origin>: the joint frame in the parent link's frame
@@ -81,7 +88,8 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False, root_join
     root_joint: None fixes the root link to the world; "free_flyer" makes it a free body
     (Pinocchio's JointModelFreeFlyer; floating_base.py: its coordinates and what the model holds).
     A URDF's own floating joint from its root link (a "world" link) to that link's one child makes
-    the child the free flyer with root_joint None, as Pinocchio's parser does.
+    the child the free flyer with root_joint None, as Pinocchio's parser does. Other floating, planar
+    and ball joints are multi-DoF joints of the tree (multi_dof.py: their coordinates).
     """
     if root_joint not in (None, FREE_FLYER):
         raise ValueError(f"root_joint must be None or {FREE_FLYER!r}, got {root_joint!r}")
@@ -109,8 +117,8 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False, root_join
         raise URDFError(f"robot {name!r} has no <link>")
     joints = [_read_joint(element, doubt) for element in robot.findall("joint")]
     root, children = _topology(links, joints)
-    if any(joint.kind == _FLOATING for joint in joints):
-        links, joints, root_joint = _floating_root(links, joints, root, children, root_joint)
+    if root_joint is None:
+        links, joints, root_joint = _floating_root(links, joints, root, children)
         root, children = _topology(links, joints)
     tree = _Tree(links, root, children, free_flyer=root_joint == FREE_FLYER)
     unreached = [link for link in links if link not in tree.parent_joint]
@@ -152,7 +160,7 @@ def load_urdf(source, package_dirs=None, mimic=False, *, strict=False, root_join
         frame_p=np.reshape(tree.frame_p, (-1, 3)), coupling=coupling,
         coupling_offset=coupling_offset, mimic_of=[m[0] if m else None for m in mimic_of],
         link_geometry=tree.geometry, source_dir=source_dir, frame_aliases=tree.fixed_joint_frames,
-        warnings=warnings, root_joint=root_joint)
+        warnings=warnings, root_joint=root_joint, multi_dof_joints=tree.multi_dof)
 
 
 def _read_source(source):
@@ -316,11 +324,16 @@ def _read_joint(element, doubt):
     kind = _KINDS.get(element.get("type"))
     if kind is None:
         raise URDFError(f"{where}: type {element.get('type')!r} is not supported "
-                        "(revolute, continuous, prismatic, fixed, and floating from the root link)")
+                        f"(one of {', '.join(_KINDS)})")
     parent, child = (_attribute(element.find(role), "link", f"{where} <{role}>")
                      for role in ("parent", "child"))
     R, p = _origin(element.find("origin"), where)
-    if kind in (_FIXED, _FLOATING):
+    if kind == _PLANAR and element.find("axis") is not None:
+        normal = _numbers(element.find("axis"), "xyz", f"{where} <axis>", np.array([0.0, 0.0, 1.0]), 3)
+        if not np.allclose(normal, (0.0, 0.0, 1.0), rtol=0.0, atol=1e-9):
+            raise URDFError(f"{where}: a planar joint moves in the x-y plane of its frame (<axis> 0 0 1, as "
+                            f"Pinocchio reads every planar joint), got <axis> {normal}: turn its <origin> instead")
+    if kind == _FIXED or kind in _MULTI_DOF:
         return _Joint(name, kind, parent, child, R, p)
     axis = _numbers(element.find("axis"), "xyz", f"{where} <axis>", np.array([1.0, 0.0, 0.0]), 3)
     norm = np.linalg.norm(axis)
@@ -379,27 +392,18 @@ def _topology(links, joints):
     return roots[0], children
 
 
-def _floating_root(links, joints, root, children, root_joint):
-    """A floating joint from the root link to its one child (the world link of a URDF written for a
-    simulator), read as Pinocchio reads it: the child becomes the free-flyer root (root_joint
-    "free_flyer"), the root link, fixed to the world, leaves. Returns (links, joints, root_joint)."""
-    floating = [joint for joint in joints if joint.kind == _FLOATING]
-    for joint in floating:
-        if joint.parent != root:
-            raise URDFError(f"joint {joint.name!r}: a floating joint is supported only from the root link "
-                            f"{root!r}, not from {joint.parent!r}")
-        if len(children[root]) > 1:
-            raise URDFError(f"joint {joint.name!r}: the root link {root!r} of a floating joint must have no "
-                            f"other joint (it has {', '.join(j.name for j in children[root] if j is not joint)})")
-        if not (np.allclose(joint.R, np.eye(3), rtol=0.0, atol=1e-12) and np.allclose(joint.p, 0.0, rtol=0.0,
-                                                                                        atol=1e-12)):
-            raise URDFError(f"joint {joint.name!r}: a floating joint's <origin> must be the identity (the "
-                            f"configuration is the pose of {joint.child!r} in the world)")
-    if root_joint is not None:
-        raise ValueError(f"root_joint={root_joint!r} with the URDF's floating joint {floating[0].name!r}: "
-                         "the URDF already makes its child a free body (leave root_joint out)")
+def _floating_root(links, joints, root, children):
+    """A floating joint from the root link, the root link's only joint, its <origin> the identity (the
+    world link of a URDF written for a simulator), read as Pinocchio reads it: its child becomes the
+    free-flyer root and the root link, fixed to the world, leaves. Returns (links, joints, root_joint),
+    unchanged with root_joint None where there is no such joint."""
+    joint = children[root][0] if len(children[root]) == 1 else None
+    if (joint is None or joint.kind != _FLOATING
+            or not np.allclose(joint.R, np.eye(3), rtol=0.0, atol=1e-12)
+            or not np.allclose(joint.p, 0.0, rtol=0.0, atol=1e-12)):
+        return links, joints, None
     return ({name: link for name, link in links.items() if name != root},
-            [joint for joint in joints if joint.kind != _FLOATING], FREE_FLYER)
+            [j for j in joints if j is not joint], FREE_FLYER)
 
 
 class _Tree:
@@ -414,7 +418,8 @@ class _Tree:
         self.damping, self.friction = [], []
         self.frame_names, self.frame_body, self.frame_R, self.frame_p = [], [], [], []
         self.geometry = {}
-        self.fixed_joint_frames = {}  # fixed joint name -> its child link (the joint's frame)
+        self.fixed_joint_frames = {}  # fixed (and multi-DoF) joint name -> its child link (the joint's frame)
+        self.multi_dof = []    # (name, kind, first body) of each multi-DoF joint
         root_body = self._add_free_flyer(root) if free_flyer else -1
         self._add_link(root, root_body, np.eye(3), np.zeros(3))
         # a joint waits on the stack with its parent link's body and pose; popped, it numbers its
@@ -425,6 +430,9 @@ class _Tree:
             R, p = R_link @ joint.R, R_link @ joint.p + p_link  # the joint's frame in body's frame
             if joint.kind == _FIXED:
                 self.fixed_joint_frames[joint.name] = joint.child
+            elif joint.kind in _MULTI_DOF:
+                body = self._add_multi_dof(joint, body, R, p)
+                R, p = np.eye(3), np.zeros(3)
             else:
                 body = self._add_body(joint, body, R, p)
                 R, p = np.eye(3), np.zeros(3)
@@ -448,20 +456,34 @@ class _Tree:
     def _add_free_flyer(self, root):
         """The free flyer's six bodies (floating_base.py): unit screws [w; v] at the root link's frame,
         the last of them the root link; its index."""
-        for k, name in enumerate(free_flyer_joint_names()):
-            last = k == 5
-            self.joint_names.append(name)
-            self.body_names.append(root if last else name)
-            self.joint_types.append(REVOLUTE if k < 3 else PRISMATIC)
-            self.parents.append(k - 1)
-            self.screws.append(np.eye(6)[k])
-            self.home_R.append(np.eye(3))
-            self.home_p.append(np.zeros(3))
+        return self._add_chain(FREE_FLYER_NAME, FLOATING_JOINT, root, -1, np.eye(3), np.zeros(3))
+
+    def _add_multi_dof(self, joint, parent, R, p):
+        """A multi-DoF joint (multi_dof.py), its frame at (R, p) in body `parent`'s frame; the index of
+        its last body, its child link."""
+        kind = _MULTI_DOF[joint.kind]
+        self.multi_dof.append((joint.name, kind, len(self.joint_names)))
+        self.fixed_joint_frames[joint.name] = joint.child
+        return self._add_chain(joint.name, kind, joint.child, parent, R, p)
+
+    def _add_chain(self, name, kind, child, parent, R, p):
+        """A chain of bodies, one per coordinate of a multi-DoF joint's v (model.py): its kind's unit
+        screws at the joint's frame, the first body placed at (R, p) in body `parent`'s frame, the
+        last one the child link (its index is returned), the others massless."""
+        for k, (screw, coordinate) in enumerate(zip(MULTI_DOF_SCREWS[kind], MULTI_DOF_COORDINATES[kind])):
+            last = k == len(MULTI_DOF_SCREWS[kind]) - 1
+            self.joint_names.append(f"{name}_{coordinate}")
+            self.body_names.append(child if last else f"{name}_{coordinate}")
+            self.joint_types.append(REVOLUTE if screw < 3 else PRISMATIC)
+            self.parents.append(parent if k == 0 else len(self.joint_names) - 2)
+            self.screws.append(np.eye(6)[screw])
+            self.home_R.append(R if k == 0 else np.eye(3))
+            self.home_p.append(p if k == 0 else np.zeros(3))
             self.phi.append(np.zeros(10))
             for limits, value in ((self.lower, -np.inf), (self.upper, np.inf), (self.velocity, np.inf),
                                   (self.effort, np.inf), (self.damping, 0.0), (self.friction, 0.0)):
                 limits.append(value)
-        return 5
+        return len(self.joint_names) - 1
 
     def _add_body(self, joint, parent, R, p):
         """A body moved by `joint`, its frame at (R, p) in body `parent`'s frame; its index."""

@@ -20,7 +20,7 @@ LAYERS = (
     ("model",),
     ("urdf", "robots", "inertia"),
     ("kernels",),
-    ("floating_base", "dynamics", "derivatives", "contact", "task_space", "second_order", "model_derivatives",
+    ("floating_base", "multi_dof", "dynamics", "derivatives", "contact", "task_space", "second_order", "model_derivatives",
      "configuration", "centroidal", "constrained_second_order"),
     ("mappings",),
     ("control",),

@@ -1,0 +1,236 @@
+"""Multi-DoF joints inside the tree: spherical (ball), planar and floating joints (Pinocchio's
+JointModelSpherical, JointModelPlanar and JointModelFreeFlyer below the root).
+
+Coordinates (DESIGN.md), of the child link's frame in the joint's frame (the joint's <origin>):
+- spherical: q = a unit quaternion (x, y, z, w); v = w, the angular velocity in the child frame;
+- planar: q = (x, y, cos th, sin th) as Pinocchio's, the position and heading in the joint frame's
+  x-y plane; v = [w_z; v_x; v_y] in the child frame (angular first: Pinocchio orders it v_x, v_y, w_z);
+- floating: q = [p; quaternion (x, y, z, w)], v = [w; v] in the child frame, as the free flyer.
+Each joint's tau is the wrench on its child link in the same coordinates. Derivatives with respect to
+q are taken in the tangent space of configuration.integrate: the joint's pose moves as T exp(dq)
+(on SO(3), SE(2) or SE(3)).
+
+How they are computed. The model holds each joint as a chain of 1-DoF bodies, one per coordinate of
+its v, with the unit screws e_k of its kind at the joint's frame (model.py, urdf.py). A function runs
+on the model's tree twin (the same Model without multi-DoF joints, one per Data, `anchor`), whose
+chains sit at their zero position with the joint's pose T(q_j) written into the placement of the
+chain's first body: every transform of the chain is then the identity, so the child link's pose is
+the joint's, its twist the parent's plus sum_k e_k v_k and its Jacobian columns the unit screws, as
+the joint's own. The chain's forward pass adds the velocity products of its joints,
+
+    b(nu) = sum_{k < i} (e_k nu_k) x (e_i nu_i),                  nu = v_j,
+
+which the joint does not have (its motion subspace is constant in the child frame): the twin is
+given a_j - b(nu) (`twin_acceleration`) and its forward dynamics a_j + b(nu) (`add_bias`), as the
+free flyer's chain (kernels/free_flyer.py).
+
+First derivatives (`correct_derivatives`). Away from zero the chain's coordinates theta are not the
+joint's: the chain g(theta) = exp(theta_0 e_0) ... exp(theta_{m-1} e_{m-1}) has the body velocity
+E(theta) theta', E's column j = exp(-theta_{m-1} ad_{m-1}) ... exp(-theta_{j+1} ad_{j+1}) e_j, and
+the twin's generalized forces of the chain are E^T tau_j. At theta = 0 (E = I, dg = e_k d theta_k)
+the twin's derivatives therefore hold, besides the joint's own,
+
+    d tau_twin / d theta_k = d tau / d dq_k + E_k^T tau_j + (d tau / d v_j) E_k nu
+                             + (d tau / d a_j) (E_k theta'' + H_k),
+    E_k = dE / d theta_k:  column j = -e_k x e_j for j < k (else 0),
+    H_k = d (E' theta') / d theta_k = sum_{j < k, j < i} nu_i nu_j ad_{max(i,k)} ad_{min(i,k)} e_j,
+
+with theta'' = a_j - b(nu) and d tau / d a_j = M[:, j]; and d tau_twin / d theta' = d tau / d v_j +
+M[:, j] db/dnu. Each chain's screws span a Lie subalgebra (so(3), se(2), se(3)), so every cross
+product above stays in the joint's coordinates.
+"""
+import numpy as np
+
+from .floating_base import CROSSES
+from .kernels.free_flyer import UNIT_TOLERANCE
+from .model import FREE_FLYER_DOFS, MULTI_DOF_SCREWS, PLANAR, SPHERICAL
+from .kernels.task_space import quaternion_to_rotation
+
+
+def _algebra(kind):
+    """For a kind's screws e_s: C[k, i] = the coordinates of e_k x e_i; U[k, i] = 1 for k < i; and
+    P[k, i, j] = the coordinates of ad_{max(i,k)} ad_{min(i,k)} e_j where j < k and j < i (else 0)."""
+    s = list(MULTI_DOF_SCREWS[kind])
+    m = len(s)
+    C = CROSSES[np.ix_(s, s, s)]
+    U = np.triu(np.ones((m, m)), 1)
+    P = np.zeros((m, m, m, m))
+    for k in range(m):
+        for i in range(m):
+            for j in range(min(i, k)):
+                P[k, i, j] = C[max(i, k)].T @ C[min(i, k), j]     # e_a x (e_b x e_j)
+    return C, U, P
+
+
+ALGEBRA = {kind: _algebra(kind) for kind in MULTI_DOF_SCREWS}
+
+
+def bias(kind, nu):
+    """b(nu) (m,) of a joint's chain (module docstring)."""
+    C, U, _ = ALGEBRA[kind]
+    return np.einsum("kir,ki,k,i->r", C, U, nu, nu)
+
+
+def bias_jacobian(kind, nu):
+    """d b / d nu (m, m): column j = sum_{i > j} (e_j x e_i) nu_i + sum_{k < j} (e_k x e_j) nu_k."""
+    C, U, _ = ALGEBRA[kind]
+    return np.einsum("jir,ji,i->rj", C, U, nu) + np.einsum("kjr,kj,k->rj", C, U, nu)
+
+
+def correct_coriolis(model, C, oS, oV, oIc):
+    """The twin's Coriolis matrix C (nv, nv) made the joints' in place, from the twin's world screws oS,
+    twists oV and composite inertias oIc (kernels/coriolis.py): a joint's columns of Jdot all turn with
+    its child link's twist, psi_k = oV_last x oS_k, where the chain's turn with their own body's; C is
+    linear in psi: C[a, k] += oS_a . Ic_k dpsi_k (a on k's support), C[d, k] += (Ic_d oS_d) . dpsi_k
+    (d below k)."""
+    parents = model.parents
+    for joint in model.multi_dof_joints:
+        last = joint.body + joint.nv - 1
+        below = [d for d in range(last + 1, model.nbodies) if _descends(parents, d, last)]
+        for k in range(joint.body, last):
+            dw = oV[last] - oV[k]
+            dpsi = np.concatenate([np.cross(dw[:3], oS[k, :3]), np.cross(dw[:3], oS[k, 3:]) + np.cross(dw[3:], oS[k, :3])])
+            force = oIc[k] @ dpsi
+            a = k
+            while a >= 0:
+                C[a, k] += oS[a] @ force
+                a = parents[a]
+            for d in range(k + 1, last + 1):
+                C[d, k] += (oIc[d] @ oS[d]) @ dpsi
+            for d in below:
+                C[d, k] += (oIc[d] @ oS[d]) @ dpsi
+
+
+def _descends(parents, d, ancestor):
+    while d > ancestor:
+        d = parents[d]
+    return d == ancestor
+
+
+# ----------------------------------------------------------------------------------------------
+# Configurations
+
+
+def scalar_coordinates(model):
+    """(q indices, v indices) of the model's 1-DoF joints, made once per model."""
+    layout = model.__dict__.get("_multi_dof_layout")
+    if layout is None:
+        q_index, v_index = [], []
+        k = FREE_FLYER_DOFS if model.root_joint is not None else 0
+        shift = model.nq - model.nv - sum(j.nq - j.nv for j in model.multi_dof_joints)
+        for joint in (*model.multi_dof_joints, None):
+            end = model.nv if joint is None else joint.body
+            q_index += range(k + shift, end + shift)
+            v_index += range(k, end)
+            if joint is not None:
+                k, shift = joint.body + joint.nv, shift + joint.nq - joint.nv
+        layout = model.__dict__["_multi_dof_layout"] = (np.array(q_index, dtype=np.int64),
+                                                        np.array(v_index, dtype=np.int64))
+    return layout
+
+
+def rotation_part(joint, q):
+    """The slice of q holding a joint's quaternion (spherical, floating) or (cos, sin) (planar)."""
+    start = joint.q_index + (2 if joint.kind == PLANAR else 3 if joint.kind != SPHERICAL else 0)
+    return slice(start, joint.q_index + joint.nq)
+
+
+def check_configuration(model, name, q):
+    """A ValueError unless each multi-DoF joint's quaternion (or planar (cos, sin)) in q has unit norm."""
+    for joint in model.multi_dof_joints:
+        part = rotation_part(joint, q)
+        norm = float(np.linalg.norm(q[part]))
+        if not abs(norm - 1.0) <= UNIT_TOLERANCE:
+            what = "(cos, sin) of its angle" if joint.kind == PLANAR else "orientation (x, y, z, w), a quaternion,"
+            raise ValueError(f"{name}[{part.start}:{part.stop}], joint {joint.name!r}'s {what} must have unit norm, "
+                             f"got norm {norm!r}: normalize it first (dyn_control.normalize)")
+
+
+def pose(joint, q):
+    """(quaternion (x, y, z, w), p) of a joint's child frame in its joint frame at configuration q."""
+    x = q[joint.q_index:joint.q_index + joint.nq]
+    if joint.kind == SPHERICAL:
+        return x, np.zeros(3)
+    if joint.kind == PLANAR:
+        c, s = x[2], x[3]
+        half = 0.5 * np.arctan2(s, c)
+        return np.array([0.0, 0.0, np.sin(half), np.cos(half)]), np.array([x[0], x[1], 0.0])
+    return x[3:7], x[:3]
+
+
+def coordinates(joint, quaternion, p):
+    """A joint's coordinates (its q entries) of the pose (quaternion, p) (its kind's subgroup)."""
+    if joint.kind == SPHERICAL:
+        return quaternion
+    if joint.kind == PLANAR:
+        z, w = quaternion[2], quaternion[3]
+        return np.array([p[0], p[1], w * w - z * z, 2.0 * z * w])
+    return np.concatenate([p, quaternion])
+
+
+def tangent(joint, x):
+    """A joint's v entries x (m,) as a twist [w; v] (6,) in its kind's subalgebra."""
+    xi = np.zeros(6)
+    xi[list(MULTI_DOF_SCREWS[joint.kind])] = x
+    return xi
+
+
+# ----------------------------------------------------------------------------------------------
+# The tree twin
+
+
+def anchor(model, data, q):
+    """(twin, twin_data, q_twin): the model's tree twin for a checked configuration q (nq,) (module
+    docstring), each joint's pose written into its chain's first placement, the chains at zero."""
+    check_configuration(model, "q", q)
+    twin = data.__dict__.get("_multi_dof_twin")
+    if twin is None:
+        tree = model._replace(multi_dof_joints=())
+        twin = data.__dict__["_multi_dof_twin"] = (tree, tree.create_data(), np.zeros(tree.nq))
+    tree, tree_data, q_twin = twin
+    q_index, v_index = scalar_coordinates(model)
+    shift = tree.nq - tree.nv
+    q_twin[shift + v_index] = q[q_index]
+    if model.root_joint is not None:
+        q_twin[:FREE_FLYER_DOFS + 1] = q[:FREE_FLYER_DOFS + 1]
+    for joint in model.multi_dof_joints:
+        quaternion, p = pose(joint, q)
+        R = np.empty((3, 3))
+        quaternion_to_rotation(np.ascontiguousarray(quaternion), R)
+        home_R, home_p = model.home_R[joint.body], model.home_p[joint.body]
+        tree._home_R[joint.body] = home_R @ R
+        tree._home_p[joint.body] = home_R @ p + home_p
+    return tree, tree_data, q_twin
+
+
+def twin_acceleration(model, v, a, out):
+    """out = a - [b(v_j) at each joint's coordinates], the twin's joint accelerations."""
+    out[:] = a
+    for joint in model.multi_dof_joints:
+        part = slice(joint.body, joint.body + joint.nv)
+        out[part] -= bias(joint.kind, v[part])
+    return out
+
+
+def add_bias(model, v, ddq):
+    """ddq += [b(v_j)]: the twin's forward dynamics as the joints' accelerations."""
+    for joint in model.multi_dof_joints:
+        part = slice(joint.body, joint.body + joint.nv)
+        ddq[part] += bias(joint.kind, v[part])
+
+
+def correct_derivatives(model, v, a_twin, tau, M, dtau_dq, dtau_dv):
+    """The twin's d tau / d q and d tau / d v (nv, nv) at (v, a_twin), with tau the torques and M the
+    mass matrix there, made the joints' in place (module docstring)."""
+    for joint in model.multi_dof_joints:
+        C, U, P = ALGEBRA[joint.kind]
+        part = slice(joint.body, joint.body + joint.nv)
+        nu, theta_dd = v[part], a_twin[part]
+        dtau_dv[:, part] -= M[:, part] @ bias_jacobian(joint.kind, nu)
+        # E_k x for x = nu, theta'': -sum_{j < k} (e_k x e_j) x_j;  (E_k^T tau_j)_j = -(e_k x e_j) . tau_j
+        E_nu = -np.einsum("kjr,jk,j->kr", C, U, nu)
+        E_dd = -np.einsum("kjr,jk,j->kr", C, U, theta_dd)
+        E_tau = -np.einsum("kjr,jk,r->jk", C, U, tau[part])
+        H = np.einsum("kijr,i,j->kr", P, nu, nu)
+        dtau_dq[:, part] -= dtau_dv[:, part] @ E_nu.T + M[:, part] @ (E_dd + H).T
+        dtau_dq[part, part] -= E_tau
