@@ -40,9 +40,11 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from . import floating_base as _floating
+from . import multi_dof as _multi
 from .derivatives import rnea_derivatives
 from .dynamics import (_FAST_REFUSED, as_real_array, as_vector, checked_inputs, compiled_call, crba,
-                       floating_tree_state, non_finite_error, nonlinear_effects, strict)
+                       floating_tree_state, has_multi_dof, multi_dof_inputs, non_finite_error, nonlinear_effects,
+                       strict)
 from .kernels import constrained_dynamics as _cd
 from .kernels import constrained_dynamics_derivatives as _cdd
 from .kernels import contact as _ct
@@ -647,6 +649,11 @@ def constrained_dynamics(model, data, q, v, tau, contacts):
     out = _fast(_fast_constrained_dynamics, model, data, contacts, q, v, tau)
     if out is not None:
         return out
+    if has_multi_dof(model):    # the tree twin's (multi_dof.py), its accelerations turned into the joints'
+        twin, twin_data, q_t, v, tau = multi_dof_inputs(model, data, q, v=v, tau=tau)
+        a, lam = constrained_dynamics(twin, twin_data, q_t, v, tau, contacts)
+        _multi.add_bias(model, v, a)
+        return a, lam
     if getattr(model, "root_joint", None) is not None:
         out = _floating_compiled(_fast_constrained_dynamics, model, data, contacts, q, v, "v",
                                  as_vector("tau", tau, model.nv), 0)
@@ -752,6 +759,9 @@ def impulse_dynamics(model, data, q, v_minus, contacts, restitution=0.0):
         out = _fast(_fast_impulse_dynamics, model, data, contacts, q, v_minus, restitution)
         if out is not None:
             return out
+    if has_multi_dof(model):    # the tree twin's: velocities are the joints'
+        twin, twin_data, q_t, v_minus = multi_dof_inputs(model, data, q, v_minus=v_minus)
+        return impulse_dynamics(twin, twin_data, q_t, v_minus, contacts, restitution)
     if getattr(model, "root_joint", None) is not None:
         out = _floating_compiled(_fast_impulse_dynamics, model, data, contacts, q, v_minus, "v_minus",
                                  _check_restitution(restitution), 0)

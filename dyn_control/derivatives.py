@@ -14,6 +14,7 @@ parallel, each row bit for bit the single call's, and the reductions identificat
 the batch kernel (regressor_normal_equations, residual_gradient_batch); all take `workers`.
 """
 import contextlib
+import functools
 import numbers
 
 import numba
@@ -67,12 +68,18 @@ def regressor(model, data, q, v, a, joint_terms=False):
             return data.Y_full
     elif fast(_fast_regressor, model, data, q, v, a):
         return data.Y
+    if has_multi_dof(model):  # the tree twin's regressor at its accelerations (multi_dof.py)
+        twin, twin_data, q_t, v, a = multi_dof_inputs(model, data, q, v=v, a=a)
+        out = data._Y_full if joint_terms else data._Y
+        out[:] = regressor(twin, twin_data, q_t, v, _multi.twin_acceleration(model, v, a, data._a_tree), joint_terms)
+        out[:, _chain_columns(model, joint_terms)] = 0.0
+        return data.Y_full if joint_terms else data.Y
     q, v, a = checked_inputs(model, data, True, q=q, v=v, a=a)
     if model.root_joint is not None:  # the tree twin's regressor at (q_tree, v, a - [b; 0]) (floating_base.py)
         q_t, a_t = floating_tree_state(model, data, q, v, a)
         out = data._Y_full if joint_terms else data._Y
         out[:] = regressor(*_floating.tree_twin(model, data), q_t.copy(), v, a_t.copy(), joint_terms)
-        out[:, _free_flyer_columns(model, joint_terms)] = 0.0
+        out[:, _chain_columns(model, joint_terms)] = 0.0
         return data.Y_full if joint_terms else data.Y
     if not entry_call(_entry.regressor_full if joint_terms else _entry.regressor, model, data, q, v, a):
         G = model.coupling
@@ -264,8 +271,6 @@ def _batch_inputs(model, **arrays):
     (q_tree = q G^T + offset, v_tree = v G^T, ... for mimic coupling; a free flyer's: _floating_batch)."""
     if not isinstance(model, Model):
         raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
-    if model.multi_dof_joints:
-        raise multi_dof_error(model)
     out = []
     for name, x in arrays.items():
         n = model.nq if name == "q" else model.nv
@@ -275,6 +280,8 @@ def _batch_inputs(model, **arrays):
             like = f" like {next(iter(arrays))}" if out else ""
             raise ValueError(f"{name} must have shape ({T}, {n}){like}, got {x.shape}")
         out.append(x)
+    if model.multi_dof_joints:  # no batch kernel: _sample_by_sample
+        return out, None
     if model.root_joint is not None:
         return out, _floating_batch(model, arrays, out)
     if model.coupling is None:
@@ -294,21 +301,36 @@ def _floating_batch(model, arrays, out):
     return [q_t if name == "q" else a_t if name == "a" else x for name, x in checked.items()]
 
 
-def _free_flyer_columns(model, joint_terms):
-    """The regressor's columns of a free flyer's five massless bodies and, with joint terms, of its six
-    coordinates' joint terms: zero, as they are no parameters of the robot (Model.with_joint_dynamics
-    refuses joint terms there); none without a free flyer."""
-    if model.root_joint is None:
-        return np.zeros(0, dtype=np.int64)
-    massless = np.arange(10 * (FREE_FLYER_DOFS - 1))
-    if not joint_terms:
-        return massless
-    return np.r_[massless, 10 * model.nbodies + np.arange(3 * FREE_FLYER_DOFS)]
+def _chain_columns(model, joint_terms):
+    """The regressor's columns of the massless bodies of a free flyer's and of multi-DoF joints' chains
+    and, with joint terms, of their coordinates' joint terms: zero, as they are no parameters of the
+    robot (Model.with_joint_dynamics refuses joint terms there); none without such joints."""
+    chains = [(0, FREE_FLYER_DOFS)] if model.root_joint is not None else []
+    chains += [(j.body, j.nv) for j in model.multi_dof_joints]
+    massless = [np.arange(10 * first, 10 * (first + nv - 1)) for first, nv in chains]
+    terms = [10 * model.nbodies + np.arange(3 * first, 3 * (first + nv)) for first, nv in chains] if joint_terms else []
+    return np.concatenate([np.zeros(0, dtype=np.int64), *massless, *terms])
 
 
 def _kernel_model(model):
     """The model whose arrays the batch kernels take: a free flyer's gravity-free twin."""
     return model if model.root_joint is None else _floating.batch_twin(model)
+
+
+def _sample_by_sample(function, model, shapes, out=None, **arrays):
+    """function's single calls on the rows of the (checked) arrays one after the other, for a model with
+    multi-DoF joints (multi_dof.py): its results stacked into arrays of `shapes` (one per result; out,
+    when given, for the first); a ValueError names the sample at fault."""
+    data = model.create_data()
+    results = [out if k == 0 and out is not None else np.empty(shape) for k, shape in enumerate(shapes)]
+    for t in range(shapes[0][0]):
+        try:
+            result = function(model, data, *(x[t] for x in arrays.values()))
+        except ValueError as error:
+            raise ValueError(f"sample {t}: {error}") from None
+        for stacked, part in zip(results, result if isinstance(result, tuple) else (result,)):
+            stacked[t] = part
+    return tuple(results) if len(results) > 1 else results[0]
 
 
 def _checked_batch(result, ok, **arrays):
@@ -331,7 +353,10 @@ def rnea_batch(model, q, v, a, workers=None):
     """tau (T, nv): rnea of every row of q, v, a (each (T, nv)), samples in parallel on `workers`
     threads (None: all); each row bit for bit the single call's."""
     workers = _workers(workers)
-    (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
+    (q, v, a), tree = _batch_inputs(model, q=q, v=v, a=a)
+    if tree is None:
+        return _sample_by_sample(rnea, model, [v.shape], q=q, v=v, a=a)
+    q_t, v_t, a_t = tree
     T = q.shape[0]
     tau = np.empty((T, model.nbodies))
     ok = np.empty(T, dtype=np.bool_)
@@ -352,17 +377,11 @@ def aba_batch(model, q, v, tau, workers=None):
     mimic coupling (no articulated-body recursion: `aba` solves with the reduced M) run the single
     calls one after the other."""
     workers = _workers(workers)
-    (q, v, tau), (q_t, _, _) = _batch_inputs(model, q=q, v=v, tau=tau)
+    (q, v, tau), tree = _batch_inputs(model, q=q, v=v, tau=tau)
     T, nv = v.shape
-    if model.coupling is not None:
-        data = model.create_data()
-        ddq = np.empty((T, nv))
-        for t in range(T):
-            try:
-                ddq[t] = aba(model, data, q[t], v[t], tau[t])
-            except ValueError as error:
-                raise ValueError(f"sample {t}: {error}") from None
-        return ddq
+    if model.coupling is not None or tree is None:
+        return _sample_by_sample(aba, model, [v.shape], q=q, v=v, tau=tau)
+    q_t = tree[0]
     ddq = np.empty((T, nv))
     status = np.empty(T, dtype=np.int8)
     m = _kernel_model(model)
@@ -385,9 +404,13 @@ def rnea_derivatives_batch(model, q, v, a, workers=None):
     (T, nv)), samples in parallel on `workers` threads (None: all). The three are views of one
     (T, 3, nv, nv) array."""
     workers = _workers(workers)
-    (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
+    (q, v, a), tree = _batch_inputs(model, q=q, v=v, a=a)
     T, nb = q.shape[0], model.nbodies
     out = np.empty((T, 3, nb, nb))
+    if tree is None:
+        out[:, 0], out[:, 1], out[:, 2] = _sample_by_sample(rnea_derivatives, model, [(T, nb, nb)] * 3, q=q, v=v, a=a)
+        return out[:, 0], out[:, 1], out[:, 2]
+    q_t, v_t, a_t = tree
     ok = np.empty(T, dtype=np.bool_)
     m = _kernel_model(model)
     with _threads(workers):
@@ -414,11 +437,15 @@ def regressor_batch(model, q, v, a, joint_terms=False, workers=None, out=None):
     memory, which can cost more than the regressor (panda on this machine: 4.8 us a sample to fault in
     65 MB, 0.4 us a sample to compute)."""
     workers = _workers(workers)
-    (q, v, a), (q_t, v_t, a_t) = _batch_inputs(model, q=q, v=v, a=a)
+    (q, v, a), tree = _batch_inputs(model, q=q, v=v, a=a)
     T, nb = q.shape[0], model.nbodies
     shape = (T, model.nv, (13 if joint_terms else 10) * nb)
     if out is not None:
         _check_out(out, shape, q=q, v=v, a=a)
+    if tree is None:
+        return _sample_by_sample(functools.partial(regressor, joint_terms=joint_terms), model, [shape], out,
+                                 q=q, v=v, a=a)
+    q_t, v_t, a_t = tree
     Y = out if out is not None and model.coupling is None else np.empty((T, nb, shape[2]))
     ok = np.empty(T, dtype=np.bool_)
     m = _kernel_model(model)
@@ -426,7 +453,7 @@ def regressor_batch(model, q, v, a, joint_terms=False, workers=None, out=None):
         _batch.regressor_batch(m._parents, m._screw_axes, m._home_R, m._home_p, m._base_accel,
                                *_batch.pair_table(m._parents)[:2], q_t, v_t, a_t, Y, ok)
     _checked_batch(Y, ok, q=q, v=v, a=a)
-    Y[:, :, _free_flyer_columns(model, joint_terms)] = 0.0
+    Y[:, :, _chain_columns(model, joint_terms)] = 0.0
     if model.coupling is None:
         return Y
     return _checked_batch(np.matmul(model.coupling.T, Y, out=out), None, q=q, v=v, a=a)
@@ -450,7 +477,10 @@ def _check_out(out, shape, **inputs):
 def _reduction_inputs(model, q, v, a, tau, joint_terms):
     """Checked samples and what the reduction kernels take: (q, v, a, tau), tree coordinates, P,
     the coupling matrix G ((0, 0) for none) and the regressor's block pairs (kernels/batch.pair_table)."""
-    (q, v, a, tau), (q_t, v_t, a_t, _) = _batch_inputs(model, q=q, v=v, a=a, tau=tau)
+    (q, v, a, tau), tree = _batch_inputs(model, q=q, v=v, a=a, tau=tau)
+    if tree is None:
+        raise multi_dof_error(model)
+    q_t, v_t, a_t, _ = tree
     if not np.all(np.isfinite(tau)):
         bad = np.flatnonzero(~np.all(np.isfinite(tau), axis=1))
         raise ValueError(f"non-finite input (NaN or inf) in tau at samples {bad.tolist()}")
@@ -504,7 +534,7 @@ def regressor_normal_equations(model, q, v, a, tau, joint_terms=True, workers=No
                                       pair_body, pair_row, terms, joint_block_terms, joint_pairs, q_t, v_t, a_t,
                                       tau, A_parts, b_parts, A, b, ok)
     _checked_batch(None, ok, q=q, v=v, a=a)
-    columns = _free_flyer_columns(model, joint_terms)   # zero columns of Y: zero rows and columns here
+    columns = _chain_columns(model, joint_terms)   # zero columns of Y: zero rows and columns here
     A[columns] = A[:, columns] = b[columns] = 0.0
     return _finite_sums((A, b), q=q, v=v, a=a, tau=tau)
 
@@ -528,7 +558,7 @@ def residual_gradient_batch(model, q, v, a, tau, phi=None, joint_terms=True, wor
     if not np.all(np.isfinite(phi)):
         bad = np.flatnonzero(~np.isfinite(phi)).tolist()
         raise ValueError(f"phi has non-finite entries (NaN or inf) at indices {bad}")
-    columns = _free_flyer_columns(model, joint_terms)   # zero columns of Y: phi there counts for nothing
+    columns = _chain_columns(model, joint_terms)   # zero columns of Y: phi there counts for nothing
     if columns.size:
         phi = phi.copy()
         phi[columns] = 0.0

@@ -41,7 +41,7 @@ product above stays in the joint's coordinates.
 """
 import numpy as np
 
-from .floating_base import CROSSES
+from .floating_base import CROSSES, motion_cross
 from .kernels.free_flyer import UNIT_TOLERANCE
 from .model import FREE_FLYER_DOFS, MULTI_DOF_SCREWS, PLANAR, SPHERICAL
 from .kernels.task_space import quaternion_to_rotation
@@ -88,8 +88,7 @@ def correct_coriolis(model, C, oS, oV, oIc):
         last = joint.body + joint.nv - 1
         below = [d for d in range(last + 1, model.nbodies) if _descends(parents, d, last)]
         for k in range(joint.body, last):
-            dw = oV[last] - oV[k]
-            dpsi = np.concatenate([np.cross(dw[:3], oS[k, :3]), np.cross(dw[:3], oS[k, 3:]) + np.cross(dw[3:], oS[k, :3])])
+            dpsi = motion_cross(oV[last] - oV[k], oS[k])
             force = oIc[k] @ dpsi
             a = k
             while a >= 0:
@@ -99,6 +98,18 @@ def correct_coriolis(model, C, oS, oV, oIc):
                 C[d, k] += (oIc[d] @ oS[d]) @ dpsi
             for d in below:
                 C[d, k] += (oIc[d] @ oS[d]) @ dpsi
+
+
+def correct_time_variation(model, v, J_world, to_reference, dJ):
+    """The twin's frame Jacobian time variation dJ (6, nv) made the joints' in place: column k of a joint
+    gains to_reference @ dpsi_k, dpsi_k = (sum_{j > k in its chain} oS_j v_j) x oS_k with oS the world
+    Jacobian's columns (zero for a frame not below the joint); to_reference maps world spatial vectors
+    to the Jacobian's reference (its variation's other terms do not involve psi)."""
+    for joint in model.multi_dof_joints:
+        last = joint.body + joint.nv - 1
+        for k in range(joint.body, last):
+            dw = J_world[:, k + 1:last + 1] @ v[k + 1:last + 1]
+            dJ[:, k] += to_reference @ motion_cross(dw, J_world[:, k])
 
 
 def _descends(parents, d, ancestor):

@@ -11,12 +11,14 @@ coupling matrix G (J = J_tree G, v_tree = G v).
 import numpy as np
 
 from . import floating_base as _floating
+from . import multi_dof as _multi
 from .dynamics import (_FAST_REFUSED, _OK, _REFERENCES, as_finite_array, as_vector, checked_inputs, compiled_call,
-                       coupled_tree_state, crba, floating_tree_state, jacobian, non_finite_error, strict)
+                       coupled_tree_state, crba, floating_tree_state, forward_kinematics, has_multi_dof, jacobian,
+                       multi_dof_inputs, non_finite_error, strict)
 from .kernels import entry as _entry
 from .kernels import task_space as _ts
 from .model import FREE_FLYER_DOFS
-from .spatial import Ad, ad
+from .spatial import Ad, ad, skew
 
 _fast_time_variation = strict(_entry.frame_jacobian_time_variation)
 
@@ -74,6 +76,8 @@ def _time_variation(model, data, q, v, frame, reference):
             return ws, code, q, v
     except (*_FAST_REFUSED, KeyError):
         pass
+    if has_multi_dof(model):
+        return _multi_dof_time_variation(model, data, q, v, frame, reference)
     q, v = checked_inputs(model, data, True, q=q, v=v)
     f = model.frame_id(frame)
     code = _reference(reference)
@@ -115,6 +119,21 @@ def _floating_time_variation(model, data, q, v, f, code, ws):
         ws.dJ[:] = X @ ws.dJ
     np.dot(ws.J, v, out=ws.velocity)
     np.dot(ws.dJ, v, out=ws.drift)
+
+
+def _multi_dof_time_variation(model, data, q, v, frame, reference):
+    """_time_variation of a model with multi-DoF joints: the tree twin's, whose columns of a joint turn
+    with their chain body's twist instead of the joint's child link's (multi_dof.correct_time_variation)."""
+    twin, twin_data, q_t, v = multi_dof_inputs(model, data, q, v=v)
+    twin_ws, code, _, _ = _time_variation(twin, twin_data, q_t, v, frame, reference)
+    ws = _workspace(model, data)
+    ws.out[:] = twin_ws.out
+    R, p = np.split(forward_kinematics(twin, twin_data, q_t)[twin.frame_id(frame)][:3], [3], axis=1)
+    to_reference = (np.eye(6) if code == _ts.WORLD else np.linalg.inv(Ad(R, p.ravel())) if code == _ts.LOCAL
+                    else np.block([[np.eye(3), np.zeros((3, 3))], [-skew(p.ravel()), np.eye(3)]]))
+    _multi.correct_time_variation(model, v, jacobian(twin, twin_data, q_t, frame, "world"), to_reference, ws.dJ)
+    np.dot(ws.dJ, v, out=ws.drift)
+    return ws, code, q, v
 
 
 def frame_jacobian_time_variation(model, data, q, v, frame, reference="local_world_aligned"):

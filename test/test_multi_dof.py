@@ -269,8 +269,9 @@ def test_non_unit_rotation_is_named(pair):
 def test_other_functions_refuse_by_name(pair):
     m, d = pair.model, pair.data
     for call in (lambda: dc.rnea_second_derivatives(m, d, pair.q, pair.v, pair.a),
-                 lambda: dc.regressor(m, d, pair.q, pair.v, pair.a),
-                 lambda: dc.rnea_batch(m, pair.q[None], pair.v[None], pair.a[None])):
+                 lambda: dc.constrained_dynamics_derivatives(m, d, pair.q, pair.v, pair.tau,
+                                                             [dc.Contact(pair.frames[-1], "point")]),
+                 lambda: dc.regressor_normal_equations(m, pair.q[None], pair.v[None], pair.a[None], pair.tau[None])):
         with pytest.raises(ValueError, match="multi-DoF joints"):
             call()
 
@@ -341,3 +342,101 @@ def test_joint_terms_and_forces_on_a_chain_are_refused(pair):
     f_ext[joint.body, 0] = 1.0
     with pytest.raises(ValueError, match=f"joint '{joint.name}''s massless bodies"):
         dc.rnea(m, d, pair.q, pair.v, pair.a, f_ext)
+
+
+def test_task_space(pair):
+    m, d, pm, pd = pair.model, pair.data, pair.pm, pair.pd
+    q, v, a = pair.q, pair.v, pair.a
+    pv, pa = pair.pin_v(v), pair.pin_v(a)
+    pin.computeJointJacobiansTimeVariation(pm, pd, q, pv)
+    pin.forwardKinematics(pm, pd, q, pv, pa)
+    M = dc.crba(m, d, q).copy()
+    for frame, jid in zip(pair.frames, pair.pin_ids):
+        for reference, pin_reference in (("world", pin.WORLD), ("local", pin.LOCAL),
+                                         ("local_world_aligned", pin.LOCAL_WORLD_ALIGNED)):
+            dJ = pin.getJointJacobianTimeVariation(pm, pd, jid, pin_reference)
+            assert_close(dc.frame_jacobian_time_variation(m, d, q, v, frame, reference),
+                         pair.ours(np.r_[dJ[3:], dJ[:3]], rows=False, columns=True), f"{reference} dJ/dt of {frame}")
+            velocity = pin.getVelocity(pm, pd, jid, pin_reference).vector
+            assert_close(dc.frame_velocity(m, d, q, v, frame, reference), np.r_[velocity[3:], velocity[:3]],
+                         f"{reference} velocity of {frame}")
+            acceleration = pin.getClassicalAcceleration(pm, pd, jid, pin_reference).vector
+            assert_close(dc.frame_classical_acceleration(m, d, q, v, a, frame, reference),
+                         np.r_[acceleration[3:], acceleration[:3]], f"{reference} classical acceleration of {frame}")
+        J = dc.jacobian(m, d, q, frame, "local_world_aligned").copy()
+        Lambda = np.linalg.inv(J @ np.linalg.solve(M, J.T) + 0.01 * np.eye(6))
+        assert_close(dc.operational_space_inertia(m, d, q, frame, damping=0.1), Lambda, f"Lambda of {frame}")
+
+
+def test_regressor(pair):
+    """rnea = Y phi, the massless chain bodies' columns zero."""
+    m, d = pair.model, pair.data
+    Y = dc.regressor(m, d, pair.q, pair.v, pair.a).copy()
+    assert_close(Y @ m.inertial_parameters(), dc.rnea(m, d, pair.q, pair.v, pair.a), "Y phi")
+    for joint in m.multi_dof_joints:
+        assert not np.any(Y[:, 10 * joint.body:10 * (joint.body + joint.nv - 1)])
+
+
+def _pin_contacts(pm, pd, ids_and_kinds):
+    """Pinocchio's constraint models and datas (LOCAL, against the world), initialised."""
+    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for jid, kind in ids_and_kinds:
+        pin_kind = pin.ContactType.CONTACT_3D if kind == "point" else pin.ContactType.CONTACT_6D
+        models.append(pin.RigidConstraintModel(pin_kind, pm, jid, pin.SE3.Identity(), 0, pin.SE3.Identity(),
+                                               pin.ReferenceFrame.LOCAL))
+        datas.append(models[-1].createData())
+    pin.initConstraintDynamics(pm, pd, models, datas)
+    return models, datas
+
+
+def _well_posed_contacts(pair):
+    """A point and a frame contact (LOCAL) on two links whose stacked Jacobian has full row rank (a
+    contact below a spherical joint at the link's origin alone, say, constrains nothing)."""
+    m, d = pair.model, pair.data
+    for first in reversed(range(len(pair.frames))):
+        for second in reversed(range(len(pair.frames))):
+            if first == second:
+                continue
+            J = np.r_[dc.jacobian(m, d, pair.q, pair.frames[first], "local")[3:].copy(),
+                      dc.jacobian(m, d, pair.q, pair.frames[second], "local")]
+            singular = np.linalg.svd(J, compute_uv=False)
+            if singular[-1] > 1e-2 * singular[0]:
+                return (first, "point"), (second, "frame")
+    pytest.fail("no well-posed pair of contacts")
+
+
+def test_contacts(pair):
+    """Constrained and impulse dynamics with a point and a frame contact on two links (LOCAL)."""
+    m, d, pm, pd = pair.model, pair.data, pair.pm, pair.pd
+    q, v, tau = pair.q, pair.v, pair.tau
+    chosen = _well_posed_contacts(pair)
+    contacts = [dc.Contact(pair.frames[k], kind, reference="local") for k, kind in chosen]
+    models, datas = _pin_contacts(pm, pd, [(pair.pin_ids[k], kind) for k, kind in chosen])
+    a, lam = dc.constrained_dynamics(m, d, q, v, tau, contacts)
+    reference = pin.constraintDynamics(pm, pd, q, pair.pin_v(v), pair.pin_v(tau), models, datas)
+    assert_close(a, pair.ours(reference), "constrained a")
+    pin_lam = pd.lambda_c
+    assert_close(lam, np.r_[pin_lam[:3], pin_lam[6:], pin_lam[3:6]], "constrained forces")
+    v_plus, impulses = dc.impulse_dynamics(m, d, q, v, contacts, restitution=0.3)
+    reference = pin.impulseDynamics(pm, pd, q, pair.pin_v(v), models, datas, 0.3)
+    assert_close(v_plus, pair.ours(reference), "v_plus")
+    pin_impulses = pd.impulse_c
+    assert_close(impulses, np.r_[pin_impulses[:3], pin_impulses[6:], pin_impulses[3:6]], "impulses")
+
+
+def test_batches_are_the_single_calls(pair):
+    m, d = pair.model, pair.data
+    rng = np.random.default_rng(5)
+    q = np.stack([dc.random_configuration(m, rng) for _ in range(3)])
+    v, a = rng.normal(size=(2, 3, m.nv))
+    for t in range(3):
+        assert_close(dc.rnea_batch(m, q, v, a)[t], dc.rnea(m, d, q[t], v[t], a[t]), "rnea_batch")
+        assert_close(dc.aba_batch(m, q, v, a)[t], dc.aba(m, d, q[t], v[t], a[t]), "aba_batch")
+        for batch, single in zip(dc.rnea_derivatives_batch(m, q, v, a), dc.rnea_derivatives(m, d, q[t], v[t], a[t])):
+            assert_close(batch[t], single, "rnea_derivatives_batch")
+        assert_close(dc.regressor_batch(m, q, v, a, joint_terms=True)[t],
+                     dc.regressor(m, d, q[t], v[t], a[t], joint_terms=True), "regressor_batch")
+    bad = q.copy()
+    bad[1, m.multi_dof_joints[0].q_index + 3] += 0.5
+    with pytest.raises(ValueError, match="sample 1: .*unit norm"):
+        dc.rnea_batch(m, bad, v, a)
