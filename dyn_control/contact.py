@@ -699,6 +699,12 @@ def constrained_dynamics_derivatives(model, data, q, v, tau, contacts):
     out = _fast(_fast_constrained_dynamics_derivatives, model, data, contacts, q, v, tau, blocks=3)
     if out is not None:
         return out
+    if has_multi_dof(model):    # the tree twin's, turned into the joints' (multi_dof.py)
+        twin, twin_data, q_t, v, tau = multi_dof_inputs(model, data, q, v=v, tau=tau)
+        a_twin = constrained_dynamics(twin, twin_data, q_t, v, tau, contacts)[0]
+        out = [np.array(x) for x in constrained_dynamics_derivatives(twin, twin_data, q_t, v, tau, contacts)]
+        _multi.correct_constrained_derivatives(model, v, tau, a_twin, *out)
+        return tuple(out)
     if getattr(model, "root_joint", None) is not None:
         out = _floating_compiled(_fast_constrained_dynamics_derivatives, model, data, contacts, q, v, "v",
                                  as_vector("tau", tau, model.nv), 3)
@@ -798,6 +804,12 @@ def impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution=
         out = _fast(_fast_impulse_dynamics_derivatives, model, data, contacts, q, v_minus, restitution, blocks=2)
         if out is not None:
             return out
+    if has_multi_dof(model):    # the tree twin's, turned into the joints' (multi_dof.py)
+        twin, twin_data, q_t, v_minus = multi_dof_inputs(model, data, q, v_minus=v_minus)
+        v_plus = impulse_dynamics(twin, twin_data, q_t, v_minus, contacts, restitution)[0]
+        out = [np.array(x) for x in impulse_dynamics_derivatives(twin, twin_data, q_t, v_minus, contacts, restitution)]
+        _multi.correct_impulse_derivatives(model, v_minus, v_plus, *out)
+        return tuple(out)
     if getattr(model, "root_joint", None) is not None:
         out = _floating_compiled(_fast_impulse_dynamics_derivatives, model, data, contacts, q, v_minus, "v_minus",
                                  _check_restitution(restitution), 2)

@@ -230,18 +230,57 @@ def add_bias(model, v, ddq):
         ddq[part] += bias(joint.kind, v[part])
 
 
+def _E(joint, x):
+    """[E_k x for each k] (m, m), rows k: the chain's dE/dtheta_k applied to x (m,), -sum_{j<k} (e_k x e_j) x_j."""
+    C, U, _ = ALGEBRA[joint.kind]
+    return -np.einsum("kjr,jk,j->kr", C, U, x)
+
+
+def _E_transpose(joint, f):
+    """[(E_k^T f)_j] (m, m), rows j, columns k: -(e_k x e_j) . f for j < k."""
+    C, U, _ = ALGEBRA[joint.kind]
+    return -np.einsum("kjr,jk,r->jk", C, U, f)
+
+
+def _H(joint, nu):
+    """[H_k] (m, m), rows k: d (E' theta') / d theta_k at theta' = nu (module docstring)."""
+    return np.einsum("kijr,i,j->kr", ALGEBRA[joint.kind][2], nu, nu)
+
+
 def correct_derivatives(model, v, a_twin, tau, M, dtau_dq, dtau_dv):
     """The twin's d tau / d q and d tau / d v (nv, nv) at (v, a_twin), with tau the torques and M the
     mass matrix there, made the joints' in place (module docstring)."""
     for joint in model.multi_dof_joints:
-        C, U, P = ALGEBRA[joint.kind]
         part = slice(joint.body, joint.body + joint.nv)
-        nu, theta_dd = v[part], a_twin[part]
+        nu = v[part]
         dtau_dv[:, part] -= M[:, part] @ bias_jacobian(joint.kind, nu)
-        # E_k x for x = nu, theta'': -sum_{j < k} (e_k x e_j) x_j;  (E_k^T tau_j)_j = -(e_k x e_j) . tau_j
-        E_nu = -np.einsum("kjr,jk,j->kr", C, U, nu)
-        E_dd = -np.einsum("kjr,jk,j->kr", C, U, theta_dd)
-        E_tau = -np.einsum("kjr,jk,r->jk", C, U, tau[part])
-        H = np.einsum("kijr,i,j->kr", P, nu, nu)
-        dtau_dq[:, part] -= dtau_dv[:, part] @ E_nu.T + M[:, part] @ (E_dd + H).T
-        dtau_dq[part, part] -= E_tau
+        dtau_dq[:, part] -= dtau_dv[:, part] @ _E(joint, nu).T + M[:, part] @ (_E(joint, a_twin[part]) + _H(joint, nu)).T
+        dtau_dq[part, part] -= _E_transpose(joint, tau[part])
+
+
+def correct_constrained_derivatives(model, v, tau, a_twin, da_dq, da_dv, da_dtau, dlam_dq, dlam_dv, dlam_dtau):
+    """The twin's constrained-dynamics derivatives made the joints' in place. The twin computes
+    A(theta) = E^-1 (a(g(theta), E theta', E^-T tau) - E' theta') and lam(g(theta), E theta', E^-T tau), so
+    at theta = 0: da/dv = dA/dtheta' + db/dnu (the joint's rows), and
+        da/ddq_k = dA/dtheta_k + E_k theta'' + H_k (the joint's rows) - (da/dv) E_k nu + (da/dtau) E_k^T tau_j,
+    dlam/ddq_k likewise without the joint's rows' terms."""
+    for joint in model.multi_dof_joints:
+        part = slice(joint.body, joint.body + joint.nv)
+        nu = v[part]
+        da_dv[part, part] += bias_jacobian(joint.kind, nu)
+        E_nu, E_tau = _E(joint, nu).T, _E_transpose(joint, tau[part])
+        for dq, dv, dtau in ((da_dq, da_dv, da_dtau), (dlam_dq, dlam_dv, dlam_dtau)):
+            dq[:, part] += dtau[:, part] @ E_tau - dv[:, part] @ E_nu
+        da_dq[part, part] += (_E(joint, a_twin[part]) + _H(joint, nu)).T
+
+
+def correct_impulse_derivatives(model, v_minus, v_plus, dv_dq, dv_dv_minus, dimpulse_dq, dimpulse_dv_minus):
+    """The twin's impulse-dynamics derivatives made the joints' in place: the twin computes
+    V(theta) = E^-1 v+(g(theta), E theta'-) and Lambda(g(theta), E theta'-), so at theta = 0
+        dv+/ddq_k = dV/dtheta_k + E_k v+_j (the joint's rows) - (dv+/dv-) E_k v-_j, dLambda likewise."""
+    for joint in model.multi_dof_joints:
+        part = slice(joint.body, joint.body + joint.nv)
+        E_v = _E(joint, v_minus[part]).T
+        for dq, dv in ((dv_dq, dv_dv_minus), (dimpulse_dq, dimpulse_dv_minus)):
+            dq[:, part] -= dv[:, part] @ E_v
+        dv_dq[part, part] += _E(joint, v_plus[part]).T

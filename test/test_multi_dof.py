@@ -269,8 +269,8 @@ def test_non_unit_rotation_is_named(pair):
 def test_other_functions_refuse_by_name(pair):
     m, d = pair.model, pair.data
     for call in (lambda: dc.rnea_second_derivatives(m, d, pair.q, pair.v, pair.a),
-                 lambda: dc.constrained_dynamics_derivatives(m, d, pair.q, pair.v, pair.tau,
-                                                             [dc.Contact(pair.frames[-1], "point")]),
+                 lambda: dc.constrained_dynamics_second_derivatives(m, d, pair.q, pair.v, pair.tau,
+                                                                    [dc.Contact(pair.frames[-1], "point")]),
                  lambda: dc.regressor_normal_equations(m, pair.q[None], pair.v[None], pair.a[None], pair.tau[None])):
         with pytest.raises(ValueError, match="multi-DoF joints"):
             call()
@@ -422,6 +422,22 @@ def test_contacts(pair):
     assert_close(v_plus, pair.ours(reference), "v_plus")
     pin_impulses = pd.impulse_c
     assert_close(impulses, np.r_[pin_impulses[:3], pin_impulses[6:], pin_impulses[3:6]], "impulses")
+    rows = np.r_[0:3, 6:9, 3:6]     # our forces' rows in Pinocchio's
+    pin.impulseDynamics(pm, pd, q, pair.pin_v(v), models, datas, 0.3)
+    pin.computeImpulseDynamicsDerivatives(pm, pd, models, datas, 0.3)
+    references = (pair.ours(pd.ddq_dq, columns=True), pair.ours(pd.ddq_dv + np.eye(m.nv), columns=True),
+                  pair.ours(pd.dlambda_dq, rows=False, columns=True)[rows],
+                  pair.ours(pd.dlambda_dv, rows=False, columns=True)[rows])
+    for what, x, reference in zip(("dv_plus_dq", "dv_plus_dv_minus", "dimpulses_dq", "dimpulses_dv_minus"),
+                                  dc.impulse_dynamics_derivatives(m, d, q, v, contacts, 0.3), references):
+        assert_close(x, reference, what)
+    pin.constraintDynamics(pm, pd, q, pair.pin_v(v), pair.pin_v(tau), models, datas)
+    derivatives = pin.computeConstraintDynamicsDerivatives(pm, pd, models, datas)
+    references = ([pair.ours(x, columns=True) for x in derivatives[:3]]
+                  + [pair.ours(x, rows=False, columns=True)[rows] for x in derivatives[3:]])
+    for what, x, reference in zip(("da_dq", "da_dv", "da_dtau", "dlam_dq", "dlam_dv", "dlam_dtau"),
+                                  dc.constrained_dynamics_derivatives(m, d, q, v, tau, contacts), references):
+        assert_close(x, reference, what)
 
 
 def test_batches_are_the_single_calls(pair):
