@@ -478,16 +478,36 @@ def _reduction_inputs(model, q, v, a, tau, joint_terms):
     """Checked samples and what the reduction kernels take: (q, v, a, tau), tree coordinates, P,
     the coupling matrix G ((0, 0) for none) and the regressor's block pairs (kernels/batch.pair_table)."""
     (q, v, a, tau), tree = _batch_inputs(model, q=q, v=v, a=a, tau=tau)
-    if tree is None:
-        raise multi_dof_error(model)
-    q_t, v_t, a_t, _ = tree
     if not np.all(np.isfinite(tau)):
         bad = np.flatnonzero(~np.all(np.isfinite(tau), axis=1))
         raise ValueError(f"non-finite input (NaN or inf) in tau at samples {bad.tolist()}")
+    if tree is None:    # multi-DoF joints: _multi_dof_sums
+        return (q, v, a, tau), None, (13 if joint_terms else 10) * model.nbodies, None, None
     P = (13 if joint_terms else 10) * model.nbodies
     # a writable copy: the kernels' one compiled signature (the model's arrays are read-only)
     coupling = np.zeros((0, 0)) if model.coupling is None else np.array(model.coupling, dtype=float)
-    return (q, v, a, tau), (q_t, v_t, a_t), P, coupling, _batch.pair_table(model._parents)
+    return (q, v, a, tau), tree[:3], P, coupling, _batch.pair_table(model._parents)
+
+
+def _multi_dof_sums(model, q, v, a, tau, joint_terms, phi=None):
+    """The sums of regressor_normal_equations (phi None) or residual_gradient_batch for a model with
+    multi-DoF joints (multi_dof.py): the regressor's single calls sample by sample."""
+    data = model.create_data()
+    P = (13 if joint_terms else 10) * model.nbodies
+    A, b, value = np.zeros((P, P)), np.zeros(P), 0.0
+    for t in range(q.shape[0]):
+        try:
+            Y = regressor(model, data, q[t], v[t], a[t], joint_terms)
+        except ValueError as error:
+            raise ValueError(f"sample {t}: {error}") from None
+        if phi is None:
+            A += Y.T @ Y
+            b += Y.T @ tau[t]
+        else:
+            residual = Y @ phi - tau[t]
+            value += 0.5 * residual @ residual
+            b += Y.T @ residual
+    return (A, b) if phi is None else (value, b)
 
 
 def _wave(P, memory=None):
@@ -517,8 +537,10 @@ def regressor_normal_equations(model, q, v, a, tau, joint_terms=True, workers=No
     sums (64 MB at most; fewer at once for a large P), whatever T. A ValueError names the samples whose
     inputs are not finite or overflow."""
     workers = _workers(workers)
-    (q, v, a, tau), (q_t, v_t, a_t), P, coupling, pairs = _reduction_inputs(model, q, v, a, tau, joint_terms)
-    pair_body, pair_row, _ = pairs
+    (q, v, a, tau), tree, P, coupling, pairs = _reduction_inputs(model, q, v, a, tau, joint_terms)
+    if tree is None:
+        return _finite_sums(_multi_dof_sums(model, q, v, a, tau, joint_terms), q=q, v=v, a=a, tau=tau)
+    (q_t, v_t, a_t), (pair_body, pair_row, _) = tree, pairs
     H = np.eye(model.nbodies) if model.coupling is None else coupling @ coupling.T
     terms, joint_block_terms, joint_pairs = _batch.reduction_terms(pair_body, pair_row, H)
     T = q.shape[0]
@@ -547,8 +569,7 @@ def residual_gradient_batch(model, q, v, a, tau, phi=None, joint_terms=True, wor
     kernel on `workers` threads (None: all), in blocks as regressor_normal_equations: independent of
     `workers` (bit for bit), a serial sum up to the order of the additions; memory O(P)."""
     workers = _workers(workers)
-    (q, v, a, tau), (q_t, v_t, a_t), P, coupling, pairs = _reduction_inputs(model, q, v, a, tau, joint_terms)
-    pair_body, pair_row, _ = pairs
+    (q, v, a, tau), tree, P, coupling, pairs = _reduction_inputs(model, q, v, a, tau, joint_terms)
     if phi is None:
         phi = model.parameters() if joint_terms else model.inertial_parameters()
     phi = as_real_array("phi", phi, f"an array of {P} real numbers")
@@ -562,6 +583,11 @@ def residual_gradient_batch(model, q, v, a, tau, phi=None, joint_terms=True, wor
     if columns.size:
         phi = phi.copy()
         phi[columns] = 0.0
+    if tree is None:
+        value, grad = _finite_sums(_multi_dof_sums(model, q, v, a, tau, joint_terms, phi), q=q, v=v, a=a, tau=tau,
+                                   phi=phi)
+        return float(value), grad
+    (q_t, v_t, a_t), (pair_body, pair_row, _) = tree, pairs
     T = q.shape[0]
     g_parts = np.empty((_wave(P), P))
     grad = np.empty(P)

@@ -330,14 +330,17 @@ class Model:
                                                ("coulomb", coulomb))):
             if value is not None:
                 terms[:, column] = self._per_joint(name, value)
-        chains = [("the free flyer's", 0, FREE_FLYER_DOFS)] if self.root_joint is not None else []
-        chains += [(f"multi-DoF joint {j.name!r}'s", j.body, j.nv) for j in self.multi_dof_joints]
-        for owner, first, nv in chains:
+        for owner, first, nv in self._chains():
             if np.any(terms[first:first + nv]):
                 raise ValueError(f"joint terms act on the actuated 1-DoF joints only: {owner} coordinates "
                                  f"{', '.join(self.joint_names[first:first + nv])} must have zero "
                                  f"{', '.join(JOINT_PARAMETER_NAMES)}")
         return self._replace(joint_terms=terms)
+
+    def _chains(self):
+        """(owner, first body, nv) of the free flyer's and each multi-DoF joint's chain of bodies."""
+        chains = [("the free flyer's", 0, FREE_FLYER_DOFS)] if self.root_joint is not None else []
+        return chains + [(f"multi-DoF joint {j.name!r}'s", j.body, j.nv) for j in self.multi_dof_joints]
 
     def _per_joint(self, name, value):
         """value (a number or one per joint) as (nbodies,) finite, non-negative numbers."""
@@ -448,9 +451,10 @@ class Model:
         if not np.all(np.isfinite(eta)):
             raise ValueError("eta has non-finite entries (NaN or inf)")
         eta = eta.reshape(nb, 6)
-        if self.root_joint is not None and np.any(eta[:FREE_FLYER_DOFS]):
-            raise ValueError(f"eta of the free flyer's coordinates ({', '.join(self.joint_names[:FREE_FLYER_DOFS])}) "
-                             "must be zero: they have no screw of their own")
+        for owner, first, nv in self._chains():
+            if np.any(eta[first:first + nv]):
+                raise ValueError(f"eta of {owner} coordinates ({', '.join(self.joint_names[first:first + nv])}) "
+                                 "must be zero: they have no screw of their own")
         screws = np.empty((nb, 6))
         for i in range(nb):
             T = exp_se3(eta[i])

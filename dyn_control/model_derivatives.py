@@ -11,7 +11,9 @@ import os
 import numpy as np
 
 from . import floating_base as _floating
-from .dynamics import checked_inputs, coupled_result, coupled_tree_state, floating_tree_state, non_finite_error
+from . import multi_dof as _multi
+from .dynamics import (checked_inputs, coupled_result, coupled_tree_state, floating_tree_state, has_multi_dof,
+                       multi_dof_inputs, non_finite_error)
 from .inertia.mesh import mesh_inertia
 from .inertia.parameters import transform_phi
 from .kernels import twist_derivatives as _twist
@@ -33,7 +35,15 @@ def twist_derivatives(model, data, q, v, a, f_ext=None):
     (`Model.with_twist_perturbation`): column 6 i + k is component k of eta_i = [w; v], in joint
     i's frame at q_i = 0. f_ext: None or (nbodies, 6), each body's spatial force [n; f] in its own
     frame (it moves with the body). A free flyer's six coordinates have no screw of their own: their
-    columns are zero, the others the tree twin's (floating_base.py)."""
+    columns are zero, the others the tree twin's (floating_base.py); so are a multi-DoF joint's
+    (multi_dof.py)."""
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v, a, forces = multi_dof_inputs(model, data, q, v=v, a=a, f_ext=f_ext)
+        a_t = _multi.twin_acceleration(model, v, a, data._a_tree)
+        data._dtau_deta[:] = twist_derivatives(twin, twin_data, q_t, v, a_t, None if f_ext is None else forces)
+        for joint in model.multi_dof_joints:
+            data._dtau_deta[:, 6 * joint.body:6 * (joint.body + joint.nv)] = 0.0
+        return data.dtau_deta
     q, v, a, f_ext = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
     if model.root_joint is not None:
         q_t, a_t = floating_tree_state(model, data, q, v, a, f_ext=f_ext)

@@ -271,7 +271,7 @@ def test_other_functions_refuse_by_name(pair):
     for call in (lambda: dc.rnea_second_derivatives(m, d, pair.q, pair.v, pair.a),
                  lambda: dc.constrained_dynamics_second_derivatives(m, d, pair.q, pair.v, pair.tau,
                                                                     [dc.Contact(pair.frames[-1], "point")]),
-                 lambda: dc.regressor_normal_equations(m, pair.q[None], pair.v[None], pair.a[None], pair.tau[None])):
+                 ):
         with pytest.raises(ValueError, match="multi-DoF joints"):
             call()
 
@@ -456,3 +456,37 @@ def test_batches_are_the_single_calls(pair):
     bad[1, m.multi_dof_joints[0].q_index + 3] += 0.5
     with pytest.raises(ValueError, match="sample 1: .*unit norm"):
         dc.rnea_batch(m, bad, v, a)
+
+
+def test_identification_sums_and_twist_derivatives(pair):
+    """regressor_normal_equations and residual_gradient_batch are the sums of the single regressors;
+    twist_derivatives is d tau / d eta by central differences of with_twist_perturbation (the chains'
+    columns zero)."""
+    m, d = pair.model, pair.data
+    rng = np.random.default_rng(9)
+    q = np.stack([dc.random_configuration(m, rng) for _ in range(3)])
+    v, a, tau = rng.normal(size=(3, 3, m.nv))
+    Y = dc.regressor_batch(m, q, v, a, joint_terms=True)
+    A, b = dc.regressor_normal_equations(m, q, v, a, tau)
+    assert_close(A, np.einsum("tip,tiq->pq", Y, Y), "YtY")
+    assert_close(b, np.einsum("tip,ti->p", Y, tau), "Ytau")
+    phi = m.parameters()
+    value, gradient = dc.residual_gradient_batch(m, q, v, a, tau)
+    residual = Y @ phi - tau
+    assert_close(value, 0.5 * np.sum(residual ** 2), "residual")
+    assert_close(gradient, np.einsum("tip,ti->p", Y, residual), "gradient")
+    D = dc.twist_derivatives(m, d, pair.q, pair.v, pair.a).copy()
+    h = 1e-6
+    for column in range(0, 6 * m.nbodies, 5):
+        eta = np.zeros(6 * m.nbodies)
+        eta[column] = h
+        body = column // 6
+        if any(j.body <= body < j.body + j.nv for j in m.multi_dof_joints):
+            assert not np.any(D[:, column])
+            with pytest.raises(ValueError, match="no screw of their own"):
+                m.with_twist_perturbation(eta)
+            continue
+        plus, minus = m.with_twist_perturbation(eta), m.with_twist_perturbation(-eta)
+        difference = (dc.rnea(plus, plus.create_data(), pair.q, pair.v, pair.a)
+                      - dc.rnea(minus, minus.create_data(), pair.q, pair.v, pair.a)) / (2 * h)
+        _assert_difference(D[:, column], difference, f"dtau_deta column {column}")
