@@ -258,6 +258,80 @@ def correct_derivatives(model, v, a_twin, tau, M, dtau_dq, dtau_dv):
         dtau_dq[part, part] -= _E_transpose(joint, tau[part])
 
 
+def _dE(kind, indices):
+    """d^n E / d theta_{indices} at theta = 0 (m, m): column c is prod (-ad_i) e_c over the indices in
+    decreasing order (the factors exp(-theta_i ad_i) of E's column c, larger i outside), zero unless
+    every index exceeds c."""
+    C = ALGEBRA[kind][0]
+    m = C.shape[0]
+    out = np.zeros((m, m))
+    for c in range(m):
+        if all(i > c for i in indices):
+            x = np.eye(m)[c]
+            for i in sorted(indices):       # innermost factor first
+                x = -C[i].T @ x             # -ad_i x: coordinates of -(e_i x x)
+            out[:, c] = x
+    return out
+
+
+def correct_second_derivatives(model, v, a_twin, tau, F, V, M, d2q, d2v, d2qv, dM):
+    """The twin's second derivatives (d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq) made the joints' in place,
+    with tau, F = dtau/dq, V = dtau/dv and M the joints' (first order corrected) at the same point.
+    Differentiating T_{,j} = S_{,j} tau + S (F E e_j + V E_{,j} theta' + M (E_{,j} theta'' + W_{,j}))
+    (S = E^T on the joint's rows, W = E' theta') once more at theta = 0, with D_k the total derivative
+    along theta_k (q by e_k, v by E_k theta', a by E_k theta'' + W_k):
+        dM:    dM_c/dq_k = dM/dq_k + E_k^T M + M E_k;
+        v, v:  T_vv = X_vv + M d2b/dnu2;
+        q, v:  T_qv[:, j, l] = X_qv[:, j, l] + E_j^T (V e_l + M b_l) + dM/dq_j b_l + X_vv[:, :, l] E_j theta'
+                               + V E_j e_l + M dW_j/dtheta'_l;
+        q, q:  T_qq[:, j, k] = X_qq[:, j, k] + E_jk^T tau + E_j^T P_k + E_k^T P_j + X_qv[:, j, :] E_k theta'
+                               + dM/dq_j (E_k theta'' + W_k) + F E_k e_j + X_qv[:, k, :] E_j theta'
+                               + X_vv (E_j theta', E_k theta') + V E_jk theta' + dM/dq_k (E_j theta'' + W_j)
+                               + M (E_jk theta'' + W_jk),      P_k = D_k tau = F e_k + V E_k theta' + M (E_k theta'' + W_k),
+    X the joints' derivatives (X_qq iterated along integrate as the free flyer's), b_l = db/dnu_l,
+    W_j = sum_i E_ij theta' theta'_i, W_jk = sum_i E_ijk theta' theta'_i."""
+    nv = v.shape[0]
+    E1, Eth, Edd, W1, B = (np.zeros((nv, nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)),
+                           np.zeros((nv, nv)))
+    for joint in model.multi_dof_joints:
+        part = slice(joint.body, joint.body + joint.nv)
+        nu, dd = v[part], a_twin[part]
+        for k in range(joint.nv):
+            E1[part, part, joint.body + k] = _dE(joint.kind, (k,))
+        Eth[part, part], Edd[part, part] = _E(joint, nu).T, _E(joint, dd).T
+        W1[part, part] = _H(joint, nu).T
+        B[part, part] = bias_jacobian(joint.kind, nu)
+        C, U, _ = ALGEBRA[joint.kind]
+        hessian = np.einsum("jlr,jl->rjl", C, U) + np.einsum("ljr,lj->rjl", C, U)    # d2b/dnu_j dnu_l
+        d2v[:, part, part] -= np.einsum("ir,rjl->ijl", M[:, part], hessian)
+    for k in range(nv):
+        dM[:, :, k] -= E1[:, :, k].T @ M + M @ E1[:, :, k]
+    d2qv -= (np.einsum("rij,rl->ijl", E1, V + M @ B) + np.einsum("imj,ml->ijl", dM, B)
+             + np.einsum("ipl,pj->ijl", d2v, Eth) + np.einsum("ir,rlj->ijl", V, E1))
+    for joint in model.multi_dof_joints:    # M dW_j/dtheta'_l, dW_j/dtheta'_l = sum_i E_ij[:, l] theta'_i + E_lj theta'
+        m, first = joint.nv, joint.body
+        nu = v[first:first + m]
+        for j in range(m):
+            for l in range(m):
+                dW = sum(_dE(joint.kind, (i, j))[:, l] * nu[i] for i in range(m)) + _dE(joint.kind, (l, j)) @ nu
+                d2qv[:, first + j, first + l] -= M[:, first:first + m] @ dW
+    P = F + V @ Eth + M @ (Edd + W1)
+    Ew = Edd + W1
+    d2q -= (np.einsum("rij,rk->ijk", E1, P) + np.einsum("rik,rj->ijk", E1, P) + np.einsum("ijl,lk->ijk", d2qv, Eth)
+            + np.einsum("ilj,lk->ijk", dM, Ew) + np.einsum("ir,rjk->ijk", F, E1) + np.einsum("ikl,lj->ijk", d2qv, Eth)
+            + np.einsum("ilm,lj,mk->ijk", d2v, Eth, Eth) + np.einsum("ilk,lj->ijk", dM, Ew))
+    for joint in model.multi_dof_joints:    # the terms within one joint: E_jk, W_jk
+        m, first = joint.nv, joint.body
+        part = slice(first, first + m)
+        nu, dd = v[part], a_twin[part]
+        for j in range(m):
+            for k in range(m):
+                E2 = _dE(joint.kind, (j, k))
+                W2 = sum(_dE(joint.kind, (i, j, k)) @ nu * nu[i] for i in range(m))
+                d2q[:, first + j, first + k] -= V[:, part] @ (E2 @ nu) + M[:, part] @ (E2 @ dd + W2)
+                d2q[part, first + j, first + k] -= E2.T @ tau[part]
+
+
 def correct_constrained_derivatives(model, v, tau, a_twin, da_dq, da_dv, da_dtau, dlam_dq, dlam_dv, dlam_dtau):
     """The twin's constrained-dynamics derivatives made the joints' in place. The twin computes
     A(theta) = E^-1 (a(g(theta), E theta', E^-T tau) - E' theta') and lam(g(theta), E theta', E^-T tau), so

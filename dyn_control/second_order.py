@@ -14,7 +14,10 @@ friction's smooth sign adds F_c sgn_s''(v_i) to d2tau_dv2[i, i, i].
 import numpy as np
 
 from . import floating_base as _floating
-from .dynamics import aba, checked_inputs, coupled_result, coupled_tree_state, floating_tree_state, non_finite_error
+from . import multi_dof as _multi
+from .derivatives import rnea_derivatives
+from .dynamics import (aba, checked_inputs, coupled_result, coupled_tree_state, floating_tree_state, has_multi_dof,
+                       multi_dof_inputs, non_finite_error, rnea)
 from .kernels import free_flyer as _ff
 from .kernels import joint_terms as _joint
 from .kernels import rnea_second_derivatives as _so
@@ -93,6 +96,20 @@ def _floating_second(model, data, q, v, a, f_ext):
     return dtau_dq, dtau_dv, M
 
 
+def _multi_dof_second(model, data, twin, twin_data, q_t, v, a, f_ext):
+    """_inverse_dynamics_second of a model with multi-DoF joints: the tree twin's at its accelerations,
+    turned into the joints' (multi_dof.correct_second_derivatives); returns the first-order derivatives."""
+    a_t = _multi.twin_acceleration(model, v, a, data._a_tree).copy()
+    tau = rnea(twin, twin_data, q_t, v, a_t, f_ext).copy()
+    F, V, M = (x.copy() for x in rnea_derivatives(twin, twin_data, q_t, v, a_t, f_ext))
+    _multi.correct_derivatives(model, v, a_t, tau, M, F, V)
+    outs = (data._d2tau_dq2, data._d2tau_dv2, data._d2tau_dqdv, data._dM_dq)
+    for out, twin_out in zip(outs, rnea_second_derivatives(twin, twin_data, q_t, v, a_t, f_ext)):
+        out[...] = twin_out
+    _multi.correct_second_derivatives(model, v, a_t, tau, F, V, M, *outs)
+    return F, V, M
+
+
 def _bias_hessian():
     """d2 b / dnu_j dnu_k (6, 6, 6) of the chain's velocity product b (kernels/free_flyer.py):
     e_min(j,k) x e_max(j,k), zero for j = k."""
@@ -115,7 +132,11 @@ def rnea_second_derivatives(model, data, q, v, a, f_ext=None):
     d2tau_dqdv[i, j, k] = d2 tau_i / dq_j dv_k and dM_dq[i, j, k] = d M_ij / dq_k (symmetric in
     i, j; also d2 tau_i / dq_k da_j). f_ext: None or (nbodies, 6) body-frame forces [n; f], held
     fixed in the body frames. A free flyer's q-derivatives are iterated along integrate's tangent
-    directions, not symmetric in the root's rotations (_floating_second). -> Data buffers."""
+    directions, not symmetric in the root's rotations (_floating_second), nor are a multi-DoF joint's
+    (multi_dof.py). -> Data buffers."""
+    if has_multi_dof(model):
+        _multi_dof_second(model, data, *multi_dof_inputs(model, data, q, v=v, a=a, f_ext=f_ext))
+        return data.d2tau_dq2, data.d2tau_dv2, data.d2tau_dqdv, data.dM_dq
     q, v, a, f_ext = checked_inputs(model, data, True, q=q, v=v, a=a, f_ext=f_ext)
     _inverse_dynamics_second(model, data, q, v, a, f_ext)
     return data.d2tau_dq2, data.d2tau_dv2, data.d2tau_dqdv, data.dM_dq
@@ -130,9 +151,14 @@ def aba_second_derivatives(model, data, q, v, tau, f_ext=None):
     inverse-dynamics derivatives taken at ddq = aba(q, v, tau),
         d2ddq/dx dy = -M^-1 (d2tau/dx dy + dM/dx ddq_y + dM/dy ddq_x),   ddq_x = -M^-1 dtau/dx,
     where dM/dv = 0, and dMinv/dq_k = -M^-1 (dM/dq_k) M^-1. -> Data buffers."""
-    q, v, tau, f_ext = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
-    ddq = aba(model, data, q, v, tau, f_ext).copy()
-    dtau_dq, dtau_dv, M = _inverse_dynamics_second(model, data, q, v, ddq, f_ext)
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v, tau, f_ext = multi_dof_inputs(model, data, q, v=v, tau=tau, f_ext=f_ext)
+        ddq = aba(model, data, q, v, tau, f_ext).copy()
+        dtau_dq, dtau_dv, M = _multi_dof_second(model, data, twin, twin_data, q_t, v, ddq, f_ext)
+    else:
+        q, v, tau, f_ext = checked_inputs(model, data, True, q=q, v=v, tau=tau, f_ext=f_ext)
+        ddq = aba(model, data, q, v, tau, f_ext).copy()
+        dtau_dq, dtau_dv, M = _inverse_dynamics_second(model, data, q, v, ddq, f_ext)
     minus_Minv = -np.linalg.inv(M)
     ddq_dq = minus_Minv @ dtau_dq
     ddq_dv = minus_Minv @ dtau_dv
