@@ -188,6 +188,9 @@ class FiveBarMapping(ClosedChainMapping):
             raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
         if model.coupling is not None:
             raise ValueError("five_bar: models with mimic-coupled joints are not supported")
+        if model.root_joint is not None or model.multi_dof_joints:
+            raise ValueError("five_bar: models with a free flyer or multi-DoF joints are not supported (its "
+                             "configurations are the tree's joint angles, one per joint)")
         self.tolerance = _parameter("tolerance", tolerance)
         self.max_iterations = _parameter("max_iterations", max_iterations)
         self.singular_tolerance = _parameter("singular_tolerance", singular_tolerance)
