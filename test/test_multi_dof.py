@@ -536,3 +536,23 @@ def test_second_derivatives_by_central_differences(pair):
     for what, value, reference in (("d2ddq_dq2", d2q, dq_q), ("d2ddq_dv2", d2v, dv_v), ("d2ddq_dqdv", d2qv, dq_v),
                                    ("dMinv_dq", dMinv, Minv_q)):
         _assert_difference(value, reference, what, 1e-7)
+
+
+def test_contact_derivatives_by_central_differences(pair):
+    """constrained_ and impulse_dynamics_derivatives in q through integrate (step 1e-6)."""
+    m, d = pair.model, pair.data
+    q, v, tau = pair.q, pair.v, pair.tau
+    contacts = [dc.Contact(pair.frames[k], kind, reference="local") for k, kind in _well_posed_contacts(pair)]
+    derivatives = [np.array(x) for x in dc.constrained_dynamics_derivatives(m, d, q, v, tau, contacts)]
+    impulse_derivatives = [np.array(x) for x in dc.impulse_dynamics_derivatives(m, d, q, v, contacts, 0.3)]
+    h = 1e-6
+    for k in range(m.nv):
+        e = np.zeros(m.nv)
+        e[k] = h
+        plus, minus = dc.integrate(m, q, e), dc.integrate(m, q, -e)
+        for n, (x_plus, x_minus) in enumerate(zip(dc.constrained_dynamics(m, d, plus, v, tau, contacts),
+                                                  dc.constrained_dynamics(m, d, minus, v, tau, contacts))):
+            _assert_difference(derivatives[3 * n][:, k], (x_plus - x_minus) / (2 * h), f"constrained {n} column {k}")
+        for n, (x_plus, x_minus) in enumerate(zip(dc.impulse_dynamics(m, d, plus, v, contacts, 0.3),
+                                                  dc.impulse_dynamics(m, d, minus, v, contacts, 0.3))):
+            _assert_difference(impulse_derivatives[2 * n][:, k], (x_plus - x_minus) / (2 * h), f"impulse {n} column {k}")
