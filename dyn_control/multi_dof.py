@@ -22,7 +22,8 @@ the joint's own. The chain's forward pass adds the velocity products of its join
 
 which the joint does not have (its motion subspace is constant in the child frame): the twin is
 given a_j - b(nu) (`twin_acceleration`) and its forward dynamics a_j + b(nu) (`add_bias`), as the
-free flyer's chain (kernels/free_flyer.py).
+free flyer's chain (kernels/free_flyer.py); the anchoring and b are compiled (kernels/multi_dof.py),
+the derivatives' corrections below are NumPy.
 
 First derivatives (`correct_derivatives`). Away from zero the chain's coordinates theta are not the
 joint's: the chain g(theta) = exp(theta_0 e_0) ... exp(theta_{m-1} e_{m-1}) has the body velocity
@@ -42,9 +43,9 @@ product above stays in the joint's coordinates.
 import numpy as np
 
 from .floating_base import CROSSES, motion_cross
+from .kernels import multi_dof as _kernel
 from .kernels.free_flyer import UNIT_TOLERANCE
-from .model import FREE_FLYER_DOFS, MULTI_DOF_SCREWS, PLANAR, SPHERICAL
-from .kernels.task_space import quaternion_to_rotation
+from .model import FLOATING_JOINT, FREE_FLYER_DOFS, MULTI_DOF_SCREWS, PLANAR, SPHERICAL
 
 
 def _algebra(kind):
@@ -63,12 +64,7 @@ def _algebra(kind):
 
 
 ALGEBRA = {kind: _algebra(kind) for kind in MULTI_DOF_SCREWS}
-
-
-def bias(kind, nu):
-    """b(nu) (m,) of a joint's chain (module docstring)."""
-    C, U, _ = ALGEBRA[kind]
-    return np.einsum("kir,ki,k,i->r", C, U, nu, nu)
+_KIND_CODE = {SPHERICAL: _kernel.SPHERICAL, PLANAR: _kernel.PLANAR, FLOATING_JOINT: _kernel.FLOATING}
 
 
 def bias_jacobian(kind, nu):
@@ -122,8 +118,9 @@ def _descends(parents, d, ancestor):
 # Configurations
 
 
-def scalar_coordinates(model):
-    """(q indices, v indices) of the model's 1-DoF joints, made once per model."""
+def _layout(model):
+    """(q indices, v indices) of the model's 1-DoF joints and the joints' table of kernels/multi_dof.py,
+    made once per model."""
     layout = model.__dict__.get("_multi_dof_layout")
     if layout is None:
         q_index, v_index = [], []
@@ -135,9 +132,16 @@ def scalar_coordinates(model):
             v_index += range(k, end)
             if joint is not None:
                 k, shift = joint.body + joint.nv, shift + joint.nq - joint.nv
+        table = [(_KIND_CODE[j.kind], j.body, j.q_index, MULTI_DOF_SCREWS[j.kind][0]) for j in model.multi_dof_joints]
         layout = model.__dict__["_multi_dof_layout"] = (np.array(q_index, dtype=np.int64),
-                                                        np.array(v_index, dtype=np.int64))
+                                                        np.array(v_index, dtype=np.int64),
+                                                        np.array(table, dtype=np.int64).reshape(-1, 4))
     return layout
+
+
+def scalar_coordinates(model):
+    """(q indices, v indices) of the model's 1-DoF joints."""
+    return _layout(model)[:2]
 
 
 def rotation_part(joint, q):
@@ -191,43 +195,31 @@ def tangent(joint, x):
 
 
 def anchor(model, data, q):
-    """(twin, twin_data, q_twin): the model's tree twin for a checked configuration q (nq,) (module
-    docstring), each joint's pose written into its chain's first placement, the chains at zero."""
-    check_configuration(model, "q", q)
+    """(twin, twin_data, q_twin): the model's tree twin for a finite configuration q (nq,) (module
+    docstring), each joint's pose written into its chain's first placement, the chains at zero; a
+    ValueError names a joint whose quaternion or (cos, sin) is not of unit norm."""
     twin = data.__dict__.get("_multi_dof_twin")
     if twin is None:
         tree = model._replace(multi_dof_joints=())
-        twin = data.__dict__["_multi_dof_twin"] = (tree, tree.create_data(), np.zeros(tree.nq))
-    tree, tree_data, q_twin = twin
-    q_index, v_index = scalar_coordinates(model)
-    shift = tree.nq - tree.nv
-    q_twin[shift + v_index] = q[q_index]
-    if model.root_joint is not None:
-        q_twin[:FREE_FLYER_DOFS + 1] = q[:FREE_FLYER_DOFS + 1]
-    for joint in model.multi_dof_joints:
-        quaternion, p = pose(joint, q)
-        R = np.empty((3, 3))
-        quaternion_to_rotation(np.ascontiguousarray(quaternion), R)
-        home_R, home_p = model.home_R[joint.body], model.home_p[joint.body]
-        tree._home_R[joint.body] = home_R @ R
-        tree._home_p[joint.body] = home_R @ p + home_p
+        twin = data.__dict__["_multi_dof_twin"] = (tree, tree.create_data(), np.zeros(tree.nq), np.empty((3, 3)))
+    tree, tree_data, q_twin, scratch = twin
+    q_index, v_index, table = _layout(model)
+    if not _kernel.anchor(q, table, q_index, v_index, tree.nq - tree.nv, model._home_R, model._home_p,
+                          tree._home_R, tree._home_p, q_twin, scratch):
+        check_configuration(model, "q", q)   # the kernel's refusal: a rotation part not of unit norm
     return tree, tree_data, q_twin
 
 
 def twin_acceleration(model, v, a, out):
     """out = a - [b(v_j) at each joint's coordinates], the twin's joint accelerations."""
     out[:] = a
-    for joint in model.multi_dof_joints:
-        part = slice(joint.body, joint.body + joint.nv)
-        out[part] -= bias(joint.kind, v[part])
+    _kernel.add_bias(_layout(model)[2], v, -1.0, out, np.empty(6))
     return out
 
 
 def add_bias(model, v, ddq):
     """ddq += [b(v_j)]: the twin's forward dynamics as the joints' accelerations."""
-    for joint in model.multi_dof_joints:
-        part = slice(joint.body, joint.body + joint.nv)
-        ddq[part] += bias(joint.kind, v[part])
+    _kernel.add_bias(_layout(model)[2], v, 1.0, ddq, np.empty(6))
 
 
 def _E(joint, x):

@@ -1,0 +1,71 @@
+"""Multi-DoF joints' tree twin (multi_dof.py): each joint's pose written into its chain's first
+placement, the twin's joint positions, and the chains' velocity products b(nu).
+
+A joint is a row of the int64 table (njoints, 4): [kind, first body, q index, first unit screw] with
+kind SPHERICAL, PLANAR or FLOATING (model.MULTI_DOF_SCREWS: its screws are the unit screws first ..
+first + nv - 1, [w; v], in the order of its v).
+"""
+import math
+
+from ..jit import njit
+from .free_flyer import UNIT_TOLERANCE, _unit_cross
+
+SPHERICAL, PLANAR, FLOATING = 0, 1, 2
+NV = (3, 3, 6)
+
+
+@njit(cache=True)
+def anchor(q, table, scalar_q, scalar_v, shift, home_R, home_p, twin_home_R, twin_home_p, q_twin, R):
+    """The twin's q_twin (its 1-DoF joints from q, the chains at zero; a free flyer's q[:7] where shift
+    is 1) and its chains' first placements home (R, p) T(q_j). False, with the twin's placements
+    unchanged after the first joint at fault, when a joint's quaternion or (cos, sin) is not of unit
+    norm (multi_dof.check_configuration names it). R: (3, 3) scratch."""
+    for n in range(scalar_q.shape[0]):
+        q_twin[shift + scalar_v[n]] = q[scalar_q[n]]
+    for n in range(7 * shift):
+        q_twin[n] = q[n]
+    for j in range(table.shape[0]):
+        kind, body, start = table[j, 0], table[j, 1], table[j, 2]
+        for n in range(NV[kind]):
+            q_twin[shift + body + n] = 0.0
+        p0, p1, p2 = 0.0, 0.0, 0.0
+        if kind == PLANAR:
+            c, s = q[start + 2], q[start + 3]
+            if not abs(math.sqrt(c * c + s * s) - 1.0) <= UNIT_TOLERANCE:
+                return False
+            R[0, 0], R[0, 1], R[0, 2] = c, -s, 0.0
+            R[1, 0], R[1, 1], R[1, 2] = s, c, 0.0
+            R[2, 0], R[2, 1], R[2, 2] = 0.0, 0.0, 1.0
+            p0, p1 = q[start], q[start + 1]
+        else:
+            k = start if kind == SPHERICAL else start + 3
+            if kind == FLOATING:
+                p0, p1, p2 = q[start], q[start + 1], q[start + 2]
+            x, y, z, w = q[k], q[k + 1], q[k + 2], q[k + 3]
+            if not abs(math.sqrt(x * x + y * y + z * z + w * w) - 1.0) <= UNIT_TOLERANCE:
+                return False
+            R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+            R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+            R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+        for r in range(3):
+            H0, H1, H2 = home_R[body, r, 0], home_R[body, r, 1], home_R[body, r, 2]
+            for c in range(3):
+                twin_home_R[body, r, c] = H0 * R[0, c] + H1 * R[1, c] + H2 * R[2, c]
+            twin_home_p[body, r] = home_p[body, r] + H0 * p0 + H1 * p1 + H2 * p2
+    return True
+
+
+@njit(cache=True)
+def add_bias(table, v, sign, out, tmp6):
+    """out[joint's coordinates] += sign * b(nu) for each joint, nu its v: b(nu) = sum_{k < i} (e_k nu_k)
+    x (e_i nu_i) over its unit screws, in its own coordinates (the screws span a subalgebra)."""
+    for j in range(table.shape[0]):
+        kind, body, first = table[j, 0], table[j, 1], table[j, 3]
+        m = NV[kind]
+        for r in range(6):
+            tmp6[r] = 0.0
+        for i in range(m):
+            for k in range(i):
+                _unit_cross(first + k, first + i, v[body + k] * v[body + i], tmp6)
+        for n in range(m):
+            out[body + n] += sign * tmp6[first + n]
