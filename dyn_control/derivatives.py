@@ -158,10 +158,7 @@ def minverse(model, data, q):
     -> data.Minv."""
     if fast(_fast_minverse, model, data, q):
         return data.Minv
-    if has_multi_dof(model):
-        data._Minv[:] = minverse(*multi_dof_inputs(model, data, q))
-        return data.Minv
-    q = checked_inertia_input(_entry.minverse, model, data, q)
+    q = checked_inertia_input(_entry.minverse, model, data, q, minverse, data._Minv)
     if q is None:
         return data.Minv
     if model.coupling is not None:

@@ -250,10 +250,14 @@ def checked_inputs(model, data, floating_base=False, **inputs):
                  for name, x in inputs.items())
 
 
-def checked_inertia_input(kernel, model, data, q):
+def checked_inertia_input(kernel, model, data, q, function, out):
     """The checked path's opening of a function of the inertia alone (crba, minverse): None when the
-    entry kernel computed the result, else q as the tree takes it (a free flyer's: the root's pose
-    left out, which the inertia does not depend on)."""
+    entry kernel computed the result (or, with multi-DoF joints, `function` on the tree twin into
+    `out`), else q as the tree takes it (a free flyer's: the root's pose left out, which the inertia
+    does not depend on)."""
+    if has_multi_dof(model):
+        out[...] = function(*multi_dof_inputs(model, data, q))
+        return None
     q, = checked_inputs(model, data, True, q=q)
     if entry_call(kernel, model, data, q):
         return None
@@ -380,10 +384,7 @@ def crba(model, data, q):
     """Joint-space inertia matrix M(q) + diag(I_a) (rotors included), full symmetric  -> data.M (nv, nv)."""
     if fast(_fast_crba, model, data, q):
         return data.M
-    if has_multi_dof(model):
-        data._M[:] = crba(*multi_dof_inputs(model, data, q))
-        return data.M
-    q = checked_inertia_input(_entry.crba, model, data, q)
+    q = checked_inertia_input(_entry.crba, model, data, q, crba, data._M)
     if q is None:
         return data.M
     G = model.coupling
