@@ -241,13 +241,9 @@ def _H(joint, nu):
 
 def correct_derivatives(model, v, a_twin, tau, M, dtau_dq, dtau_dv):
     """The twin's d tau / d q and d tau / d v (nv, nv) at (v, a_twin), with tau the torques and M the
-    mass matrix there, made the joints' in place (module docstring)."""
-    for joint in model.multi_dof_joints:
-        part = slice(joint.body, joint.body + joint.nv)
-        nu = v[part]
-        dtau_dv[:, part] -= M[:, part] @ bias_jacobian(joint.kind, nu)
-        dtau_dq[:, part] -= dtau_dv[:, part] @ _E(joint, nu).T + M[:, part] @ (_E(joint, a_twin[part]) + _H(joint, nu)).T
-        dtau_dq[part, part] -= _E_transpose(joint, tau[part])
+    mass matrix there, made the joints' in place (module docstring; kernels/multi_dof.py)."""
+    _kernel.correct_derivatives(_layout(model)[2], v, a_twin, tau, M, dtau_dq, dtau_dv, np.empty(6), np.empty(6),
+                                np.empty((3, 6, 6)))
 
 
 def _dE(kind, indices):

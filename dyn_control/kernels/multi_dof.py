@@ -69,3 +69,72 @@ def add_bias(table, v, sign, out, tmp6):
                 _unit_cross(first + k, first + i, v[body + k] * v[body + i], tmp6)
         for n in range(m):
             out[body + n] += sign * tmp6[first + n]
+
+
+@njit(cache=True, inline="always")
+def _cross_coordinates(a, x, first, m, scale, out):
+    """out[first:first + m] += scale (e_a x x) for x (6,) in the joint's subalgebra."""
+    for r in range(first, first + m):
+        if x[r] != 0.0:
+            _unit_cross(a, r, scale * x[r], out)
+
+
+@njit(cache=True)
+def correct_derivatives(table, v, a_twin, tau, M, dtau_dq, dtau_dv, w6, x6, E):
+    """multi_dof.correct_derivatives in place: the twin's d tau / d q and d tau / d v made the joints'.
+    w6, x6: (6,) scratch; E: (3, 6, 6) scratch (rows k: E_k nu, E_k theta'' + H_k, column k of db/dnu)."""
+    nv = v.shape[0]
+    for j in range(table.shape[0]):
+        kind, body, first = table[j, 0], table[j, 1], table[j, 3]
+        m = NV[kind]
+        E_nu, E_acc, B = E[0], E[1], E[2]
+        for k in range(m):
+            for r in range(6):
+                E_nu[k, r] = 0.0
+                E_acc[k, r] = 0.0
+                B[k, r] = 0.0
+            # db/dnu column k = sum_{i > k} (e_k x e_i) nu_i + sum_{i < k} (e_i x e_k) nu_i
+            for i in range(m):
+                if i > k:
+                    _unit_cross(first + k, first + i, v[body + i], B[k])
+                elif i < k:
+                    _unit_cross(first + i, first + k, v[body + i], B[k])
+                    # E_k x = -sum_{i < k} (e_k x e_i) x_i for x = nu, theta''
+                    _unit_cross(first + k, first + i, -v[body + i], E_nu[k])
+                    _unit_cross(first + k, first + i, -a_twin[body + i], E_acc[k])
+            # H_k = sum_{i < k, i < l} nu_l nu_i ad_max(l,k) ad_min(l,k) e_i
+            for l in range(m):
+                hi, lo = (l, k) if l > k else (k, l)
+                for i in range(min(l, k)):
+                    for r in range(6):
+                        w6[r] = 0.0
+                    _unit_cross(first + lo, first + i, 1.0, w6)
+                    _cross_coordinates(first + hi, w6, first, m, v[body + l] * v[body + i], E_acc[k])
+        # dtau_dv[:, part] -= M[:, part] db/dnu
+        for row in range(nv):
+            for k in range(m):
+                s = 0.0
+                for r in range(m):
+                    s += M[row, body + r] * B[k, first + r]
+                x6[k] = s
+            for k in range(m):
+                dtau_dv[row, body + k] -= x6[k]
+        # dtau_dq[:, k] -= dtau_dv[:, part] E_k nu + M[:, part] (E_k theta'' + H_k)
+        for row in range(nv):
+            for k in range(m):
+                s = 0.0
+                for r in range(m):
+                    s += dtau_dv[row, body + r] * E_nu[k, first + r] + M[row, body + r] * E_acc[k, first + r]
+                x6[k] = s
+            for k in range(m):
+                dtau_dq[row, body + k] -= x6[k]
+        # dtau_dq[j, k] -= (E_k^T tau)_j = -(e_k x e_j) . tau_j for j < k
+        for k in range(m):
+            for i in range(k):
+                for r in range(6):
+                    w6[r] = 0.0
+                _unit_cross(first + k, first + i, 1.0, w6)
+                s = 0.0
+                for r in range(m):
+                    s += w6[first + r] * tau[body + r]
+                dtau_dq[body + i, body + k] += s
