@@ -320,6 +320,95 @@ def correct_second_derivatives(model, v, a_twin, tau, F, V, M, d2q, d2v, d2qv, d
                 d2q[part, first + j, first + k] -= E2.T @ tau[part]
 
 
+def _embedded(model, v):
+    """E1 (nv, nv, nv), E1[:, :, k] = E_k on its joint's block; Eth (nv, nv), column k = E_k v; and the
+    joints' (part, m, first body) for their blocks."""
+    nv = v.shape[0]
+    E1, Eth = np.zeros((nv, nv, nv)), np.zeros((nv, nv))
+    for joint in model.multi_dof_joints:
+        part = slice(joint.body, joint.body + joint.nv)
+        for k in range(joint.nv):
+            E1[part, part, joint.body + k] = _dE(joint.kind, (k,))
+        Eth[part, part] = _E(joint, v[part]).T
+    return E1, Eth
+
+
+def correct_kkt_second_derivatives(model, v, first, second, turned=None, tau=None, accelerations=False):
+    """The twin's second derivatives of one output y of the constrained (or impulse) dynamics made the
+    joints' in place: second = (Y_qq, Y_vv, Y_qv, Y_tauq) ((Y_qq, None, Y_qv, None) for an impulse),
+    first = the joints' (y_q, y_v, y_tau) (y_tau None for an impulse), v the velocity (v- for an
+    impulse), tau the torques (None for an impulse).
+
+    The twin computes Y = L(theta) (y(q(theta), E theta', E^-T tau) - w(theta, theta')) with L = E^-1 and
+    w = E' theta' for the accelerations (accelerations=True; turned: the twin's a_twin = a - b), L = E^-1,
+    w = 0 for the post-impact velocity (turned: v+), L = I, w = 0 for forces and impulses (turned None).
+    y is affine in tau (the KKT matrix depends on q alone), so at theta = 0, with t_k = -E_k^T tau,
+    P_k = D_k y = y_q e_k + y_v E_k v + y_tau t_k, L_k = -E_k, L_jk = E_j E_k + E_k E_j - E_jk, W as in
+    correct_second_derivatives:
+        v, v:      Y_vv = X_vv - d2b/dnu2 (accelerations' joint rows);
+        tau, q:    Y_tauq[:, :, k] = X_tauq[:, :, k] + L_k y_tau - y_tau E_k^T;
+        q, v:      Y_qv[:, j, l] = X_qv[:, j, l] + L_j (y_v e_l - b_l) + X_vv(E_j v, e_l) + y_v E_j e_l - dW_j/dv_l;
+        q, q:      Y_qq[:, j, k] = X_qq[:, j, k] + L_jk (y - w) + L_j (P_k - W_k) + L_k (P_j - W_j)
+                   + X_qv[:, j, :] E_k v + X_qtau[:, j, :] t_k + y_q E_k e_j + X_qv[:, k, :] E_j v
+                   + X_vv(E_j v, E_k v) + y_v E_jk v + X_tauq(t_j, k) + y_tau t_jk - W_jk."""
+    Yqq, Yvv, Yqv, Ytq = second
+    y_q, y_v, y_tau = first
+    E1, Eth = _embedded(model, v)
+    nv = v.shape[0]
+    rows_turn = turned is not None
+    Et = np.zeros((nv, nv)) if tau is None else -np.einsum("rik,r->ik", E1, tau)   # column k: t_k
+    W1, B = np.zeros((nv, nv)), np.zeros((nv, nv))
+    for joint in model.multi_dof_joints:
+        part = slice(joint.body, joint.body + joint.nv)
+        nu = v[part]
+        if accelerations:
+            W1[part, part] = _H(joint, nu).T
+            B[part, part] = bias_jacobian(joint.kind, nu)
+            C, U, _ = ALGEBRA[joint.kind]
+            Yvv[part, part, part] += np.einsum("jlr,jl->rjl", C, U) + np.einsum("ljr,lj->rjl", C, U)
+    if Ytq is not None:
+        Ytq += np.einsum("ir,jrk->ijk", y_tau, E1)
+        if rows_turn:
+            Ytq += np.einsum("irk,rj->ijk", E1, y_tau)
+    n_out = y_q.shape[0]
+    Xvv = Yvv if Yvv is not None else np.zeros((n_out, nv, nv))
+    Yqv -= np.einsum("ipl,pj->ijl", Xvv, Eth) + np.einsum("ir,rlj->ijl", y_v, E1)
+    if rows_turn:
+        Yqv += np.einsum("irj,rl->ijl", E1, y_v - B)
+    for joint in model.multi_dof_joints if accelerations else ():
+        m, first_body = joint.nv, joint.body
+        nu = v[first_body:first_body + m]
+        for j in range(m):
+            for l in range(m):
+                dW = sum(_dE(joint.kind, (i, j))[:, l] * nu[i] for i in range(m)) + _dE(joint.kind, (l, j)) @ nu
+                Yqv[first_body:first_body + m, first_body + j, first_body + l] += dW
+    P = y_q + y_v @ Eth + (0.0 if y_tau is None else y_tau @ Et)
+    Xtq = Ytq if Ytq is not None else np.zeros((n_out, nv, nv))
+    Yqq -= (np.einsum("ijl,lk->ijk", Yqv, Eth) + np.einsum("imj,mk->ijk", Xtq, Et)
+            + np.einsum("ir,rjk->ijk", y_q, E1) + np.einsum("ikl,lj->ijk", Yqv, Eth)
+            + np.einsum("ilm,lj,mk->ijk", Xvv, Eth, Eth) + np.einsum("imk,mj->ijk", Xtq, Et))
+    if rows_turn:
+        PW = P - W1
+        Yqq += np.einsum("irj,rk->ijk", E1, PW) + np.einsum("irk,rj->ijk", E1, PW)
+    for joint in model.multi_dof_joints:
+        m, first_body = joint.nv, joint.body
+        part = slice(first_body, first_body + m)
+        nu = v[part]
+        E = [_dE(joint.kind, (k,)) for k in range(m)]
+        for j in range(m):
+            for k in range(m):
+                E2 = _dE(joint.kind, (j, k))
+                Ljk = E[j] @ E[k] + E[k] @ E[j] - E2
+                Yqq[:, first_body + j, first_body + k] -= y_v[:, part] @ (E2 @ nu)
+                if tau is not None:
+                    Yqq[:, first_body + j, first_body + k] -= y_tau[:, part] @ (Ljk.T @ tau[part])
+                if rows_turn:
+                    Yqq[part, first_body + j, first_body + k] -= Ljk @ turned[part]
+                if accelerations:
+                    Yqq[part, first_body + j, first_body + k] += sum(_dE(joint.kind, (i, j, k)) @ nu * nu[i]
+                                                                    for i in range(m))
+
+
 def correct_constrained_derivatives(model, v, tau, a_twin, da_dq, da_dv, da_dtau, dlam_dq, dlam_dv, dlam_dtau):
     """The twin's constrained-dynamics derivatives made the joints' in place. The twin computes
     A(theta) = E^-1 (a(g(theta), E theta', E^-T tau) - E' theta') and lam(g(theta), E theta', E^-T tau), so
