@@ -158,7 +158,7 @@ def minverse(model, data, q):
     -> data.Minv."""
     if fast(_fast_minverse, model, data, q):
         return data.Minv
-    q = checked_inertia_input(_entry.minverse, model, data, q, minverse, data._Minv)
+    q = checked_inertia_input(_entry.minverse, model, data, q, minverse, "_Minv")
     if q is None:
         return data.Minv
     if model.coupling is not None:

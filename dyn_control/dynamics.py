@@ -253,10 +253,11 @@ def checked_inputs(model, data, floating_base=False, **inputs):
 def checked_inertia_input(kernel, model, data, q, function, out):
     """The checked path's opening of a function of the inertia alone (crba, minverse): None when the
     entry kernel computed the result (or, with multi-DoF joints, `function` on the tree twin into
-    `out`), else q as the tree takes it (a free flyer's: the root's pose left out, which the inertia
-    does not depend on)."""
+    data's buffer named `out`), else q as the tree takes it (a free flyer's: the root's pose left out,
+    which the inertia does not depend on)."""
     if has_multi_dof(model):
-        out[...] = function(*multi_dof_inputs(model, data, q))
+        result = function(*multi_dof_inputs(model, data, q))
+        getattr(data, out)[...] = result
         return None
     q, = checked_inputs(model, data, True, q=q)
     if entry_call(kernel, model, data, q):
@@ -384,7 +385,7 @@ def crba(model, data, q):
     """Joint-space inertia matrix M(q) + diag(I_a) (rotors included), full symmetric  -> data.M (nv, nv)."""
     if fast(_fast_crba, model, data, q):
         return data.M
-    q = checked_inertia_input(_entry.crba, model, data, q, crba, data._M)
+    q = checked_inertia_input(_entry.crba, model, data, q, crba, "_M")
     if q is None:
         return data.M
     G = model.coupling

@@ -200,8 +200,8 @@ class Model:
             self.actuated_joints = tuple(n for n, m in zip(self.joint_names, self.mimic_of) if m is None)
         self.nq = self.nv + (root_joint == FREE_FLYER)
         self.multi_dof_joints = self._multi_dof(multi_dof_joints)
-        passive = {self.joint_names[j.body + k] for j in self.multi_dof_joints if j.kind != SPHERICAL
-                   for k in range(j.nv)}    # a planar or floating joint moves a free body, as the free flyer
+        # a multi-DoF joint's coordinates are not actuated (no single drive moves them), as the free flyer's
+        passive = {self.joint_names[j.body + k] for j in self.multi_dof_joints for k in range(j.nv)}
         self.actuated_joints = tuple(n for n in self.actuated_joints if n not in passive)
         self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
         # a joint name also names its child link's frame (fixed joints through frame_aliases)

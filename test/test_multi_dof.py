@@ -556,3 +556,22 @@ def test_contact_derivatives_by_central_differences(pair):
         for n, (x_plus, x_minus) in enumerate(zip(dc.impulse_dynamics(m, d, plus, v, contacts, 0.3),
                                                   dc.impulse_dynamics(m, d, minus, v, contacts, 0.3))):
             _assert_difference(impulse_derivatives[2 * n][:, k], (x_plus - x_minus) / (2 * h), f"impulse {n} column {k}")
+
+
+def test_derivatives_with_external_forces(pair):
+    m, d, pm = pair.model, pair.data, pair.pm
+    pd = pm.createData()    # a Data that constraintDynamics (test_contacts) has not used
+    rng = np.random.default_rng(13)
+    f_ext = np.zeros((m.nbodies, 6))
+    pin_forces = pin.StdVec_Force()
+    for _ in range(pm.njoints):
+        pin_forces.append(pin.Force.Zero())
+    for frame, jid in zip(pair.frames, pair.pin_ids):
+        f = rng.normal(size=6)
+        f_ext[m.body_names.index(frame)] = f
+        pin_forces[jid] = pin.Force(f[3:], f[:3])
+    dq, dv, _ = dc.rnea_derivatives(m, d, pair.q, pair.v, pair.a, f_ext)
+    pdq, pdv, _ = pin.computeRNEADerivatives(pm, pd, pair.q, pair.pin_v(pair.v), pair.pin_v(pair.a), pin_forces)
+    assert_close(dq, pair.ours(pdq, columns=True), "dtau_dq with f_ext")
+    assert_close(dv, pair.ours(pdv, columns=True), "dtau_dv with f_ext")
+    assert all(n not in m.actuated_joints for j in m.multi_dof_joints for n in m.joint_names[j.body:j.body + j.nv])
