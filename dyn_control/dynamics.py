@@ -196,8 +196,8 @@ def check_model_data(model, data, floating_base=False, multi_dof=False):
 
 def multi_dof_error(model):
     joints = ", ".join(f"{j.name!r} ({j.kind})" for j in model.multi_dof_joints)
-    return ValueError(f"this function does not take multi-DoF joints yet (robot {model.name!r} has {joints}): "
-                      "multi_dof.py lists the functions that do")
+    return ValueError(f"this function takes models of 1-DoF joints only, not robot {model.name!r} with the multi-DoF "
+                      f"joints {joints} (doc/library.md lists the library's functions that take them)")
 
 
 def has_multi_dof(model):

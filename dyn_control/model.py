@@ -9,7 +9,8 @@ and backward passes the other way. parent -1 is the fixed root link ("universe")
 
 Without mimic coupling the generalized coordinates are the joint angles/displacements one per
 body (nq = nv = nbodies). A multi-DoF joint (spherical, planar, floating; multi_dof.py) is a chain of
-1-DoF bodies, one per coordinate of its v, the last of them its child link. With `mimic=True` a mimic joint follows its leader,
+1-DoF bodies, one per coordinate of its v, the last of them its child link, and adds the entries of
+its q beyond its v to nq. With `mimic=True` a mimic joint follows its leader,
 q_tree = coupling @ q + coupling_offset, and nq = nv < nbodies. With a free-flyer root
 (root_joint "free_flyer", floating_base.py) the first six bodies are the free flyer's, nv = nbodies
 and nq = nv + 1 (its orientation is a quaternion).

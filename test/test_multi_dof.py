@@ -266,13 +266,11 @@ def test_non_unit_rotation_is_named(pair):
     dc.rnea(m, d, fixed, pair.v, pair.a)
 
 
-def test_other_functions_refuse_by_name(pair):
+def test_the_control_laws_refuse_by_name(pair):
+    """dc.control takes models of 1-DoF joints (fixed bases) only."""
     m, d = pair.model, pair.data
-    for call in (lambda: dc.constrained_dynamics_second_derivatives(m, d, pair.q, pair.v, pair.tau,
-                                                                    [dc.Contact(pair.frames[-1], "point")]),
-                 ):
-        with pytest.raises(ValueError, match="multi-DoF joints"):
-            call()
+    with pytest.raises(ValueError, match=f"1-DoF joints only, not robot {m.name!r} with the multi-DoF"):
+        dc.control.wrench_from_joint_torque(m, d, pair.q, pair.v, pair.frames[-1])
 
 
 def test_planar_axis_other_than_z_is_refused():
