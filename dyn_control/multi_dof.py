@@ -22,8 +22,8 @@ the joint's own. The chain's forward pass adds the velocity products of its join
 
 which the joint does not have (its motion subspace is constant in the child frame): the twin is
 given a_j - b(nu) (`twin_acceleration`) and its forward dynamics a_j + b(nu) (`add_bias`), as the
-free flyer's chain (kernels/free_flyer.py); the anchoring and b are compiled (kernels/multi_dof.py),
-the derivatives' corrections below are NumPy.
+free flyer's chain (kernels/free_flyer.py). The anchoring, b and the first-order corrections below are
+compiled (kernels/multi_dof.py), the others NumPy.
 
 First derivatives (`correct_derivatives`). Away from zero the chain's coordinates theta are not the
 joint's: the chain g(theta) = exp(theta_0 e_0) ... exp(theta_{m-1} e_{m-1}) has the body velocity
