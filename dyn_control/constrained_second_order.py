@@ -21,252 +21,150 @@ The rows' derivatives (new here) are taken in world axes by the spatial-algebra 
 (sec. III): a world joint screw moves with every joint on its support, dS_i/dq_j = S_j x S_i for j on
 the path from the root to i (j = i included); hence d2S_i/dq_k dq_j = (dS_j/dq_k) x S_i + S_j x
 (dS_i/dq_k); the frame origin p moves as dp/dq_j = v_j + w_j x p, its rotation as dR/dq_j = [w_j] R.
-Every quantity of the rows (S_i, p, R, body twists V = sum S_k v_k, accelerations A = sum S_k a_k +
-(V_k x S_k) v_k) is carried with its first and second derivatives in (q, v) (_Jet: value, gradient,
-Hessian; the product rule on bilinear operations), exactly (no finite differences).
+Every quantity of the rows (the rows at the contact point J_x = [w_x; v_x + w_x x p], the twists
+V = sum S_k v_k, the accelerations) is differentiated twice by the product rule on these rules, in
+closed form (kernels/constrained_second_order.py's doc), exactly (no finite differences).
 
 A free flyer (tangent-space convention of integrate, T exp(dq)): the root's six columns are the world
 screws Ad_T e_c of one body, each on the support of every other (their q-derivatives do not commute:
 d2/dq_k dq_j differs from d2/dq_j dq_k in the root's block, as in second_order).
 
-NumPy on top of the compiled first order and IDSVA-SO (slower than central differences of
-Pinocchio's first order: bench/bench_constrained_second_order.py); contacts against the world
-(other=None) with independent rows only; zero Baumgarte gains (a ValueError names each refusal).
+Compiled (kernels/constrained_second_order.py, one call): the rows' derivatives on each contact's
+support chain only, their q-q Hessian contracted with the forces as it is made; the right-hand sides'
+(dK/dq_j) z products as loops over the entries of dM/dq and dJ/dq that can be non-zero (or BLAS when
+dM has few zeros); the product with -K^-1 per connected component of K (a fixed base's top-level
+subtrees with their contacts), formed from the Cholesky factors of M and of the Delassus matrix and
+applied to all columns of a tensor by one matrix product, the symmetric tensors' columns j <= k only.
+IDSVA-SO's kernel and the first order (compiled) come before it. The buffers are allocated once per
+(data, contact rows) (_Workspace, cached on the Data). Contacts against the world (other=None) with
+independent rows only; zero Baumgarte gains (a ValueError names each refusal). Multi-DoF joints: the
+tree twin's tensors, turned into the joints' coordinates (multi_dof.correct_kkt_second_derivatives).
 """
 import numpy as np
 
+from . import multi_dof as _multi
 from .contact import (Contact, _check_contacts, _on_twin, constrained_dynamics, constrained_dynamics_derivatives,
-                      impulse_dynamics_derivatives)
-from .dynamics import checked_inputs, crba
-from .kernels import contact as _ct
-from .second_order import rnea_second_derivatives
+                      impulse_dynamics, impulse_dynamics_derivatives)
+from .dynamics import checked_inputs, crba, has_multi_dof, multi_dof_inputs, non_finite_error
+from .kernels import constrained_second_order as _cso
+from .kernels import rnea_second_derivatives as _so
+from .second_order import _second_tree, rnea_second_derivatives
 
-_OPTIMIZE = False  # einsum path search costs more than it saves at these sizes
-_EPS = np.zeros((3, 3, 3))
-for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-    _EPS[_i, _j, _k], _EPS[_i, _k, _j] = 1.0, -1.0
-# motion cross product as a bilinear map: (X x Y)_o = _CRM[o, a, b] X_a Y_b, X = [w; v]
-_CRM = np.zeros((6, 6, 6))
-_CRM[:3, :3, :3] = _EPS
-_CRM[3:, :3, 3:] = _EPS
-_CRM[3:, 3:, :3] = _EPS
+_CONSTRAINED, _IMPULSE = 0, 1  # the kernels' modes
+_BLOCKS = {4: 3, 2: 2}  # first-order blocks (q, v, tau | q, v-) of the constrained | impulse tensors
+_DENSE = 0.5  # dM's products by one matrix product when at least this fraction of it may be non-zero
 
 
-class _Jet:
-    """A quantity with its gradient and Hessian in n directions: v (s), d (s + (n,)), h (s + (n, n)),
-    h[..., j, k] = d/dx_k (d/dx_j value) (the order matters for a free flyer's root)."""
-    __slots__ = ("v", "d", "h")
+class _Workspace:
+    """Buffers of the second-order kernels for one contact set on one (tree or twin) model, cached on
+    the Data (dict data._cso_workspaces, key: the tree flag and the contacts' [frame, dim, local])."""
 
-    def __init__(self, v, d, h):
-        self.v, self.d, self.h = v, d, h
+    def __init__(self, frame_model, spec, support, twin):
+        nv = frame_model.nv
+        self.spec = np.array(spec, dtype=np.int64).reshape(len(spec), 3)
+        self.m = m = int(self.spec[:, 1].sum())
+        self.nv, n = nv, nv + m
+        self.support = support                  # [j, i]: joint j moves body i
+        bodies = frame_model._frame_body[self.spec[:, 0]]
+        s = max([int(support[:, b].sum()) if b >= 0 else 0 for b in bodies] + [1])  # longest chain
+        self.chain = np.zeros(nv, dtype=np.int64)  # a contact's chain of joints
+        self.Jp = np.zeros((s, 6))                 # its rows at the point, world axes
+        self.D = np.zeros((s, s, 6))               # their q-derivatives
+        self.H = np.zeros((s, s, s, 6))            # and second q-derivatives
+        self.vecs = np.zeros((6, s, 6))            # acceleration's per-joint 6-vectors
+        self.pairs = np.zeros((6, s, s, 6))        # and per-pair 6-vectors
+        self.tmp = np.zeros((8, 6))
+        self.pose = np.zeros((4, 3))               # a frame's world rotation and origin
+        self.J = np.zeros((m, nv))                 # rows
+        self.dJ = np.zeros((m, nv, nv))            # dJ[r, l, j] = dJ_rl/dq_j
+        self.M = np.zeros((nv, nv))
+        self.work = np.zeros(3 * nv * nv + 2 * nv * m + 2 * m * m)  # a block's factors and inverses
+        self.block = np.zeros(n * n)                                # a block of -K^-1
+        self.gather, self.product = np.zeros(n * nv * nv), np.zeros(n * nv * nv)  # its columns
+        self.rhs = {4: np.zeros((4, n, nv, nv)), 2: np.zeros((2, n, nv, nv))}  # by the number of tensors
+        # K's connected components: joints coupled through M (one on the other's support) and the
+        # rows of the contacts on them; per component its joints, then its rows
+        label = np.arange(nv)
+        for i in range(nv):
+            for j in range(nv):
+                if support[j, i]:
+                    a, b = label[i], label[j]
+                    if a != b:
+                        label[label == max(a, b)] = min(a, b)
+        rows, r = [], nv
+        for f, dim, _ in self.spec:
+            b = frame_model._frame_body[f]
+            rows.extend([(label[b] if b >= 0 else -1, r + k) for k in range(dim)])
+            r += dim
+        comp, start, joints = [], [0], []
+        for c in sorted(set(label.tolist()) | {x for x, _ in rows}):
+            members = [i for i in range(nv) if label[i] == c]
+            comp.extend(members + [k for x, k in rows if x == c])
+            start.append(len(comp))
+            joints.append(len(members))
+        self.comp = np.array(comp, dtype=np.int64)
+        self.comp_start = np.array(start, dtype=np.int64)
+        self.comp_joints = np.array(joints, dtype=np.int64)
+        # where dM[i, l, j] and dJ[r, l, j] may be non-zero: i, l on one path from the root and j on a
+        # path through one of them (a descendant moves a composite inertia); l, j on the row's chain
+        related = support | support.T
+        i, l, j = np.nonzero(related[:, :, None] & (related[:, None, :] | related.T[None, :, :]))
+        self.dM_nz = np.ascontiguousarray(np.stack([i, l, j], axis=1), dtype=np.int64)
+        nz, r = [], 0
+        for f, dim, _ in self.spec:
+            b = frame_model._frame_body[f]
+            chain = np.flatnonzero(support[:, b]) if b >= 0 else np.zeros(0, dtype=np.int64)
+            for k in range(dim):
+                nz.extend((r + k, x, y) for x in chain for y in chain)
+            r += dim
+        self.dJ_nz = np.array(nz, dtype=np.int64).reshape(-1, 3)
+        # a dM with few zeros (a single chain, a free flyer): its products by BLAS (scratch; empty: loops)
+        dense = len(self.dM_nz) >= _DENSE * nv ** 3
+        self.dMt = np.zeros((nv * nv, nv) if dense else (0, nv))
+        self.Zcat = {count: np.zeros((nv, _BLOCKS[count] * nv) if dense else (0, 0)) for count in (4, 2)}
+        self.Pcat = {count: np.zeros((nv * nv, _BLOCKS[count] * nv) if dense else (0, 0)) for count in (4, 2)}
+        # tensors symmetric in j, k: q-q (but a free flyer's) and v-v
+        self.symmetric = {4: np.array([not twin, True, False, False]), 2: np.array([not twin, False])}
+        # the q-q right-hand side kept as a half (kernel doc: fold) where it is symmetric
+        self.fold = {4: np.array([not twin, False, False, False]), 2: np.array([not twin, False])}
 
-    def __add__(self, o):
-        return _Jet(self.v + o.v, self.d + o.d, self.h + o.h)
 
-    def __sub__(self, o):
-        return _Jet(self.v - o.v, self.d - o.d, self.h - o.h)
-
-    def __neg__(self):
-        return _Jet(-self.v, -self.d, -self.h)
-
-
-def _bilinear(spec, X, Y, C=None):
-    """Z = B(X, Y) with the product rule, B given by an einsum spec 'x,y->z' (optionally with a
-    constant tensor C first: 'c,x,y->z'), lower-case letters (J, K index the derivatives)."""
-    lhs, out = spec.split("->")
-    parts = lhs.split(",")
-    cs, xs, ys = (parts if C is not None else [None] + parts)
-    pre = (cs + ",") if C is not None else ""
-    args = (C,) if C is not None else ()
-
-    def e(xi, yi, oi, a, b):
-        return np.einsum(f"{pre}{xs}{xi},{ys}{yi}->{out}{oi}", *args, a, b, optimize=_OPTIMIZE)
-
-    v = e("", "", "", X.v, Y.v)
-    d = e("J", "", "J", X.d, Y.v) + e("", "J", "J", X.v, Y.d)
-    h = (e("JK", "", "JK", X.h, Y.v) + e("J", "K", "JK", X.d, Y.d) + e("K", "J", "JK", X.d, Y.d)
-         + e("", "JK", "JK", X.v, Y.h))
-    return _Jet(v, d, h)
-
-
-def _cr(x, y):
-    """Cross products along axis 0 (3 components), the other axes broadcast."""
-    return np.stack([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]])
-
-
-def _cross3(X, Y):
-    """X x Y of jets of 3-vectors (axis 0), Y with X's batch axes or none."""
-    extra = X.v.ndim - Y.v.ndim
-    pad = (slice(None),) + (None,) * extra
-    Yv, Yd, Yh = Y.v[pad], Y.d[pad], Y.h[pad]
-    v = _cr(X.v, Yv)
-    d = _cr(X.d, Yv[..., None]) + _cr(X.v[..., None], Yd)
-    h = (_cr(X.h, Yv[..., None, None]) + _cr(X.d[..., :, None], Yd[..., None, :])
-         + _cr(X.d[..., None, :], Yd[..., :, None]) + _cr(X.v[..., None, None], Yh))
-    return _Jet(v, d, h)
-
-
-def _cross6(X, Y):
-    """Motion cross product X x Y = [w x w'; w x v' + v x w'] of jets with the 6 components on axis 1
-    (axis 0 a batch shared by both)."""
-    def half(Z, part):
-        idx = (slice(None), part)
-        return _Jet(np.moveaxis(Z.v[idx], 1, 0), np.moveaxis(Z.d[idx], 1, 0), np.moveaxis(Z.h[idx], 1, 0))
-    Xw, Xl, Yw, Yl = half(X, slice(0, 3)), half(X, slice(3, 6)), half(Y, slice(0, 3)), half(Y, slice(3, 6))
-    ang = _cross3(Xw, Yw)
-    lin = _cross3(Xw, Yl) + _cross3(Xl, Yw)
-    pairs = ((ang.v, lin.v), (ang.d, lin.d), (ang.h, lin.h))
-    return _Jet(*(np.moveaxis(np.concatenate([a, b]), 0, 1) for a, b in pairs))
-
-
-def _world_kinematics(model, data, q, twin_route):
-    """(oR, op, oS (nv, 6), support (nv, nv) bool [j, i] = j on the path from the root to i, parents
-    of bodies' frames), all in world axes; a free flyer through its tree twin and root pose."""
-    if twin_route is None:
-        m, d, q_t = model, data, q
-    else:
-        m, d, q_t = twin_route
-    _ct.world_screws(m._parents, m._screw_axes, m._home_R, m._home_p, q_t, d._R, d._p, d._oR, d._op, d._ct_oS)
-    oR, op, oS = d._oR.copy(), d._op.copy(), d._ct_oS.copy()
-    nv = oS.shape[0]
-    parents = m._parents
-    support = np.zeros((nv, nv), dtype=bool)
+def _support(model):
+    """[j, i] = joint j on the path from the root to body i (a tree's own bodies, one joint each)."""
+    nv = model.nv
+    parents = model._parents
+    support = np.zeros((nv, nv), dtype=np.bool_)
     for i in range(nv):
         j = i
         while j >= 0:
             support[j, i] = True
             j = parents[j]
-    if twin_route is not None:  # the root's columns: one body, each on the other's support
-        Rb, pb = data.base_R.copy(), data.base_p.copy()
-        oR = np.einsum("ab,nbc->nac", Rb, oR)
-        op = op @ Rb.T + pb
-        w = oS[:, :3] @ Rb.T
-        vv = oS[:, 3:] @ Rb.T + np.cross(pb, w)
-        oS = np.concatenate([w, vv], axis=1)
-        support[:6, :6] = True
-    return oR, op, oS, support
+    return support
 
 
-def _screw_jets(oS, support, n):
-    """_Jet of every world screw S_i (nv, 6) in (q, v) directions (n = 2 nv)."""
-    nv = oS.shape[0]
-    C = np.einsum("oab,ja,ib->jio", _CRM, oS, oS)  # C[j, i] = S_j x S_i
-    sup = support.astype(float)
-    d = np.zeros((nv, 6, n))
-    d[:, :, :nv] = np.einsum("ji,jio->ioj", sup, C)
-    h = np.zeros((nv, 6, n, n))
-    # d/dq_k (S_j x S_i) = [k on j's support] (S_k x S_j) x S_i + [k on i's support] S_j x (S_k x S_i)
-    first = np.einsum("oab,kja,ib->ijko", _CRM, C, oS) * (sup.T[None, :, :, None])   # [k, j] support
-    second = np.einsum("oab,ja,kib->ijko", _CRM, oS, C) * (sup.T[:, None, :, None])  # [k, i] support
-    h[:, :, :nv, :nv] = np.transpose((first + second) * sup.T[:, :, None, None], (0, 3, 1, 2))
-    return _Jet(oS.copy(), d, h)
-
-
-def _index(J, idx):
-    return _Jet(J.v[idx], J.d[idx], J.h[idx])
-
-
-def _scale(J, s):
-    """J scaled along its first axis by the constants s (len(s),)."""
-    return _Jet(J.v * s.reshape(s.shape + (1,) * (J.v.ndim - 1)), J.d * s.reshape(s.shape + (1,) * (J.d.ndim - 1)),
-                J.h * s.reshape(s.shape + (1,) * (J.h.ndim - 1)))
-
-
-def _contact_jets(model, c, frame, oR, op, S, support, n, v=None, a=None, Vb=None, local_of=None):
-    """The contact's Jacobian J (dim, s) as a _Jet, and (given v, a) its acceleration J a + gamma,
-    over the s columns of S (local_of: a body's index among them)."""
-    nv = S.v.shape[0]
-    body = int(model._frame_body[frame])
-    on = support[:, local_of[body]]
-    R0 = oR[body] @ model._frame_R[frame]
-    p0 = oR[body] @ model._frame_p[frame] + op[body]
-    w, lin = _index(S, (slice(None), slice(0, 3))), _index(S, (slice(None), slice(3, 6)))
-    # p: dp/dq_j = v_j + w_j x p on the support; second: d/dq_k of that
-    pd = np.zeros((3, n))
-    pd[:, :nv] = ((S.v[:, 3:] + np.cross(S.v[:, :3], p0)) * on[:, None]).T
-    ph = np.zeros((3, n, n))
-    # d/dx_k (v_j + w_j x p) = dv_j/dx_k + dw_j/dx_k x p + w_j x dp/dx_k
-    t = (np.transpose(lin.d, (1, 0, 2)) + np.einsum("oab,ajk,b->ojk", _EPS, np.transpose(w.d, (1, 0, 2)), p0)
-         + np.einsum("oab,ja,bk->ojk", _EPS, S.v[:, :3], pd))
-    ph[:, :nv, :] = t * on[None, :, None]
-    p = _Jet(p0, pd, ph)
-    # R: dR/dq_j = [w_j] R; second: [dw_j/dx_k] R + [w_j] dR/dx_k
-    Rd = np.zeros((3, 3, n))
-    Rd[:, :, :nv] = np.einsum("oab,ja,bc->ocj", _EPS, S.v[:, :3], R0) * on[None, None, :]
-    Rh = np.zeros((3, 3, n, n))
-    Rh[:, :, :nv, :] = (np.einsum("oab,ajk,bc->ocjk", _EPS, np.transpose(w.d, (1, 0, 2)), R0)
-                        + np.einsum("oab,ja,bck->ocjk", _EPS, S.v[:, :3], Rd)) * on[None, None, :, None]
-    R = _Jet(R0, Rd, Rh)
-    local = c.reference == "local"
-
-    # Jacobian columns, zero off the support
-    mask = on.astype(float)
-    Sw = _Jet(S.v[:, :3].T * mask, np.transpose(S.d[:, :3], (1, 0, 2)) * mask[None, :, None],
-              np.transpose(S.h[:, :3], (1, 0, 2, 3)) * mask[None, :, None, None])
-    Sl = _Jet(S.v[:, 3:].T * mask, np.transpose(S.d[:, 3:], (1, 0, 2)) * mask[None, :, None],
-              np.transpose(S.h[:, 3:], (1, 0, 2, 3)) * mask[None, :, None, None])
-    Jlin = Sl + _cross3(Sw, p)
-    if local:
-        Jlin = _bilinear("ao,an->on", R, Jlin)
-        Jang = _bilinear("ao,an->on", R, Sw)
-    else:
-        Jang = Sw
-    J = Jlin if c.kind == "point" else _Jet(*(np.concatenate([x, y]) for x, y in zip(
-        (Jang.v, Jang.d, Jang.h), (Jlin.v, Jlin.d, Jlin.h))))
-    if v is None:
-        return J, None
-    # body twist and acceleration (gravity left out): V = sum S_k v_k, A = sum S_k a_k + (V_k x S_k) v_k
-    V, A = _twist_acceleration(S, support, local_of[body], v, a, Vb, n)
-    Vw, Vl = _index(V, slice(0, 3)), _index(V, slice(3, 6))
-    Aw, Al = _index(A, slice(0, 3)), _index(A, slice(3, 6))
-    acc_lin = Al + _cross3(Aw, p)
-    if c.kind == "point":
-        acc_lin = acc_lin + _cross3(Vw, Vl + _cross3(Vw, p))
-        return J, (_bilinear("ao,a->o", R, acc_lin) if local else acc_lin)
-    acc_ang = Aw
-    if local:
-        acc_ang, acc_lin = _bilinear("ao,a->o", R, acc_ang), _bilinear("ao,a->o", R, acc_lin)
-    return J, _Jet(*(np.concatenate([x, y]) for x, y in zip((acc_ang.v, acc_ang.d, acc_ang.h),
-                                                            (acc_lin.v, acc_lin.d, acc_lin.h))))
-
-
-def _velocity_jets(S, support, v, n):
-    """Jets of every body's twist V_i = sum over i's support of S_k v_k, (nv, 6)."""
-    nv = S.v.shape[0]
-    sup = support.astype(float)
-    vd = np.zeros((nv, n))
-    vd[np.arange(nv), nv + np.arange(nv)] = 1.0
-    Sv = _Jet(S.v * v[:, None], S.d * v[:, None, None], S.h * v[:, None, None, None])
-    # product rule with v_k (gradient e_{nv+k}, no Hessian)
-    Sv.d = Sv.d + S.v[:, :, None] * vd[:, None, :]
-    Sv.h = Sv.h + S.d[:, :, :, None] * vd[:, None, None, :] + vd[:, None, :, None] * S.d[:, :, None, :]
-    return _Jet(np.einsum("ki,k...->i...", sup, Sv.v), np.einsum("ki,k...->i...", sup, Sv.d),
-                np.einsum("ki,k...->i...", sup, Sv.h)), Sv
-
-
-def _twist_acceleration(S, support, body, v, a, Vb, n):
-    Vall, Sv = Vb
-    on = support[:, body].astype(float)
-    V = _Jet(np.einsum("k,k...->...", on, Sv.v), np.einsum("k,k...->...", on, Sv.d),
-             np.einsum("k,k...->...", on, Sv.h))
-    # (V_k x S_k) v_k = V_k x (S_k v_k)
-    prod = _cross6(Vall, Sv)
-    Sa = _scale(S, a)
-    total = Sa + prod
-    A = _Jet(np.einsum("k,k...->...", on, total.v), np.einsum("k,k...->...", on, total.d),
-             np.einsum("k,k...->...", on, total.h))
-    return V, A
+def _workspace(data, frame_model, resolved, twin):
+    """The cached _Workspace of these contacts on data (frame_model: the tree they are resolved on)."""
+    key = (twin,) + tuple((f1, c.dim, 1 if c.reference == "local" else 0) for c, f1, _ in resolved)
+    cache = data.__dict__.setdefault("_cso_workspaces", {})
+    ws = cache.get(key)
+    if ws is None:
+        support = _support(frame_model)
+        if twin:  # the root's columns: one body, each on the other's support
+            support[:6, :6] = True
+        ws = cache[key] = _Workspace(frame_model, [k for k in key[1:]], support, twin)
+    return ws
 
 
 def _prepare(model, data, q, contacts, name_v, v):
-    """Checked inputs, resolved contacts and world kinematics (free flyer through its twin)."""
+    """Checked inputs, resolved contacts and the (twin) tree the rows are computed on: (v, resolved,
+    (tree, tree data, q of the tree, root pose R, p), workspace)."""
     if getattr(model, "root_joint", None) is not None:
         twin, twin_data, q_t, v, _ = _on_twin(model, data, q, v, name_v, contacts)
-        route = (twin, twin_data, q_t)
+        route = (twin, twin_data, q_t, data._base_R, data._base_p)
     else:
         q, v = checked_inputs(model, data, False, **{"q": q, name_v: v})
-        route = None
-    resolved = _check_contacts(model if route is None else route[0], contacts)
+        route = (model, data, q, data._base_R, data._base_p)
+    resolved = _check_contacts(route[0], contacts)
     for k, (c, f1, f2) in enumerate(resolved):
         if c.baumgarte:
             raise ValueError(f"contacts[{k}]: second-order derivatives need zero Baumgarte gains "
@@ -274,77 +172,58 @@ def _prepare(model, data, q, contacts, name_v, v):
         if f2 is not None:
             raise ValueError(f"contacts[{k}]: second-order derivatives of loop closures (other="
                              f"{c.other!r}) are not implemented: contacts against the world only")
-    frame_model = model if route is None else route[0]
     dims = [c.dim for c, _, _ in resolved]
     if sum(dims) > model.nv:
         raise ValueError(f"contacts: {sum(dims)} constraint rows on {model.nv} degrees of freedom are redundant: "
                          f"second-order derivatives need independent rows")
-    oR, op, oS, support = _world_kinematics(model, data, q, route)
-    return q, v, resolved, frame_model, oR, op, oS, support
+    ws = _workspace(data, route[0], resolved, route[0] is not model)
+    return np.asarray(v, dtype=float), route, ws
 
 
-def _rows_jets(frame_model, resolved, oR, op, oS, support, v=None, a=None):
-    """The contacts' rows with their derivatives, full size: (J (m, nv), dJ_dq (m, nv, nv),
-    J_qq (m, nv, nv, nv), and given v, a: acc_xx (m, 2 nv, 2 nv) the Hessian of J a + gamma in
-    (q, v)). The jets run on the supports' columns only (the rows see no other joint)."""
-    nv = oS.shape[0]
-    bodies = [int(frame_model._frame_body[f1]) for _, f1, _ in resolved]
-    cols = np.flatnonzero(support[:, bodies].any(axis=1))
-    s = cols.size
-    local_support = support[np.ix_(cols, cols)]
-    n = 2 * s
-    S = _screw_jets(oS[cols], local_support, n)
-    Vb = None if v is None else _velocity_jets(S, local_support, v[cols], n)
-    local_of = np.full(nv, -1)
-    local_of[cols] = np.arange(s)
-    Js, accs = [], []
-    for c, f1, _ in resolved:
-        J, acc = _contact_jets(frame_model, c, f1, oR, op, S, local_support, n, None if v is None else v[cols],
-                               None if a is None else a[cols], Vb, local_of)
-        Js.append(J)
-        accs.append(acc)
-    Jv, Jd, Jh = (np.concatenate(x) for x in zip(*((j.v, j.d, j.h) for j in Js)))
-    m = Jv.shape[0]
-    J = np.zeros((m, nv))
-    J[:, cols] = Jv
-    dJ = np.zeros((m, nv, nv))
-    dJ[:, cols[:, None], cols[None, :]] = Jd[:, :, :s]
-    Jqq = np.zeros((m, nv, nv, nv))
-    Jqq[:, cols[:, None, None], cols[None, :, None], cols[None, None, :]] = Jh[:, :, :s, :s]
-    if v is None:
-        return J, dJ, Jqq, None
-    h = np.concatenate([r.h for r in accs])
-    both = np.concatenate([cols, nv + cols])
-    acc_xx = np.zeros((m, 2 * nv, 2 * nv))
-    acc_xx[:, both[:, None], both[None, :]] = h
-    return J, dJ, Jqq, acc_xx
+def _contiguous(*xs):
+    return [np.ascontiguousarray(x, dtype=float) for x in xs]
 
 
-def _kkt_second(M, J, dM_dq, dJ_dq, Z_q, T_qq, extra):
-    """Solves -K^-1 [T_qq + dK_j Z_q[:, k] + dK_k Z_q[:, j]] and -K^-1 [T + dK_j Z[:, k]] for the
-    (T, Z) pairs of `extra`; dM_dq[i, l, j] = dM_il/dq_j, dJ_dq[r, l, j] = dJ_rl/dq_j."""
-    nv, m = M.shape[0], J.shape[0]
-    K = np.zeros((nv + m, nv + m))
-    K[:nv, :nv], K[:nv, nv:], K[nv:, :nv] = M, -J.T, J
-
-    def dK_times(Z):  # P[:, j, k] = (dK/dq_j) Z[:, k]
-        za, zl = Z[:nv], Z[nv:]
-        top = np.einsum("ilj,lk->ijk", dM_dq, za) - np.einsum("rij,rk->ijk", dJ_dq, zl)
-        bottom = np.einsum("rlj,lk->rjk", dJ_dq, za)
-        return np.concatenate([top, bottom])
-
-    P = dK_times(Z_q)
-    rhs = [T_qq + P + P.transpose(0, 2, 1)]
-    for T, Z in extra:
-        rhs.append(T + dK_times(Z))
-    if np.linalg.matrix_rank(J) < m:
-        raise ValueError("contacts: the constraint rows are redundant (rank-deficient Jacobian): second-order "
-                         "derivatives need independent rows")
-    out = []
-    for r in rhs:
-        N, a, b = r.shape
-        out.append(-np.linalg.solve(K, r.reshape(N, a * b)).reshape(N, a, b))
+def _second(route, ws, mode, v, a, weights, u, dM, d2q, d2v, d2qv, Z, e):
+    """The kernel (kernels/constrained_second_order.second_derivatives) into new arrays (tensors,
+    nv + m, nv, nv); redundant rows (a rank-deficient J) are refused, a K the factors find singular
+    with J of full rank goes through a dense solve."""
+    count = 4 if mode == _CONSTRAINED else 2
+    rhs = ws.rhs[count]
+    out = np.empty(rhs.shape)
+    m, d, q_t, Rb, pb = route
+    status = _cso.second_derivatives(
+        mode, m._parents, m._screw_axes, m._home_R, m._home_p, q_t, d._R, d._p, d._oR, d._op, d._ct_oS, Rb, pb,
+        ws.support, m._frame_body, m._frame_R, m._frame_p, ws.spec, v, a, weights, u, ws.M, dM, d2q, d2v, d2qv,
+        *Z, e, ws.dM_nz, ws.dJ_nz, ws.comp, ws.comp_start, ws.comp_joints, ws.symmetric[count], ws.fold[count],
+        ws.chain, ws.Jp, ws.D, ws.H, ws.vecs, ws.pairs, ws.tmp, ws.pose, ws.J, ws.dJ, ws.work, ws.block, ws.gather,
+        ws.product, ws.dMt, ws.Zcat[count], ws.Pcat[count], rhs, out)
+    if status != _cso.OK:
+        if np.linalg.matrix_rank(ws.J) < ws.m:
+            raise ValueError("contacts: the constraint rows are redundant (rank-deficient Jacobian): second-order "
+                             "derivatives need independent rows")
+        nv, m = ws.nv, ws.m
+        K = np.zeros((nv + m, nv + m))
+        K[:nv, :nv], K[:nv, nv:], K[nv:, :nv] = ws.M, -ws.J.T, ws.J
+        for t in range(count):
+            x = rhs[t] + rhs[t].transpose(0, 2, 1) if ws.fold[count][t] else rhs[t]
+            out[t] = -np.linalg.solve(K, x.reshape(nv + m, -1)).reshape(nv + m, nv, nv)
     return out
+
+
+_NO_GRAVITY = np.zeros(6)
+
+
+def _plain_tree(model):
+    """A fixed base without mimic coupling: IDSVA-SO's kernel writes the tensors of the model itself."""
+    return getattr(model, "root_joint", None) is None and model.coupling is None
+
+
+def _refuse_baumgarte(contacts):
+    for k, c in enumerate(contacts if not isinstance(contacts, Contact) else [contacts]):
+        if isinstance(c, Contact) and c.baumgarte:
+            raise ValueError(f"contacts[{k}]: second-order derivatives need zero Baumgarte gains "
+                             f"(kp, kd), got kp={c.kp}, kd={c.kd}")
 
 
 def constrained_dynamics_second_derivatives(model, data, q, v, tau, contacts):
@@ -352,69 +231,72 @@ def constrained_dynamics_second_derivatives(model, data, q, v, tau, contacts):
     (d2a_dq2, d2a_dv2, d2a_dqdv, d2a_dtaudq, d2lam_dq2, d2lam_dv2, d2lam_dqdv, d2lam_dtaudq), indexed
     d2y_dxdz[i, j, k] = d2 y_i / dx_j dz_k (q-derivatives in integrate's tangent space). Contacts
     against the world, point or frame, with zero Baumgarte gains. New arrays."""
-    for k, c in enumerate(contacts if not isinstance(contacts, Contact) else [contacts]):
-        if isinstance(c, Contact) and c.baumgarte:
-            raise ValueError(f"contacts[{k}]: second-order derivatives need zero Baumgarte gains "
-                             f"(kp, kd), got kp={c.kp}, kd={c.kd}")
-    da_dq, da_dv, da_dtau, dl_dq, dl_dv, dl_dtau = (np.array(x) for x in constrained_dynamics_derivatives(
-        model, data, q, v, tau, contacts))
-    a, lam = (np.array(x) for x in constrained_dynamics(model, data, q, v, tau, contacts))
+    _refuse_baumgarte(contacts)
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v, tau = multi_dof_inputs(model, data, q, v=v, tau=tau)
+        a_twin = np.array(constrained_dynamics(twin, twin_data, q_t, v, tau, contacts)[0])
+        out = list(constrained_dynamics_second_derivatives(twin, twin_data, q_t, v, tau, contacts))
+        first = _contiguous(*constrained_dynamics_derivatives(model, data, q, v, tau, contacts))
+        _multi.correct_kkt_second_derivatives(model, v, first[:3], out[:4], a_twin, tau, accelerations=True)
+        _multi.correct_kkt_second_derivatives(model, v, first[3:], out[4:], tau=tau)
+        return tuple(out)
+    first = _contiguous(*constrained_dynamics_derivatives(model, data, q, v, tau, contacts))
+    a, lam = _contiguous(*constrained_dynamics(model, data, q, v, tau, contacts))
     q_in = q
-    q, v, resolved, fm, oR, op, oS, support = _prepare(model, data, q, contacts, "v", v)
-    nv = oS.shape[0]
-    J, dJ_dq, Jqq, acc_xx = _rows_jets(fm, resolved, oR, op, oS, support, np.asarray(v, float), a)
-    # IDSVA-SO at the solution (eqs. 395 ff.), the contact forces' q-q term (J^T lam)_qq
-    d2t_q, d2t_v, d2t_qv, dM_dq = (np.array(x) for x in rnea_second_derivatives(model, data, q_in, v, a))
-    M = np.array(crba(model, data, q_in))
-    JTl_qq = np.einsum("r,rijk->ijk", lam, Jqq)
-    T_qq = np.concatenate([d2t_q - JTl_qq, acc_xx[:, :nv, :nv]])
-    T_qv = np.concatenate([d2t_qv, acc_xx[:, :nv, nv:]])
-    T_vv = np.concatenate([d2t_v, acc_xx[:, nv:, nv:]])
-    Z_q = np.concatenate([da_dq, dl_dq])
-    Z_v = np.concatenate([da_dv, dl_dv])
-    Z_t = np.concatenate([da_dtau, dl_dtau])
-    m = J.shape[0]
-    Zqq, Zqv, Zqt = _kkt_second(M, J, dM_dq, dJ_dq, Z_q, T_qq,
-                                [(T_qv, Z_v), (np.zeros((nv + m, nv, nv)), Z_t)])
-    Zvv = -np.linalg.solve(_kkt(M, J), T_vv.reshape(nv + m, -1)).reshape(nv + m, nv, nv)
+    v, route, ws = _prepare(model, data, q, contacts, "v", v)
+    nv = ws.nv
+    # IDSVA-SO at the solution (eqs. 395 ff.), M; then the rows (their kinematics last: the calls
+    # above share the tree's pose buffers)
+    if _plain_tree(model):  # the kernel on the checked inputs (rnea_second_derivatives' own path)
+        _second_tree(model, data, route[2], v, a, data._f_ext_zero)
+    else:
+        rnea_second_derivatives(model, data, q_in, v, a)
+    ws.M[:] = crba(model, data, q_in)
+    da_dq, da_dv, da_dtau, dl_dq, dl_dv, dl_dtau = first
+    out = _second(route, ws, _CONSTRAINED, v, a, lam, v, data._dM_dq, data._d2tau_dq2, data._d2tau_dv2,
+                  data._d2tau_dqdv, (da_dq, dl_dq, da_dv, dl_dv, da_dtau, dl_dtau), 0.0)
+    Zqq, Zvv, Zqv, Zqt = out
     Ztq = Zqt.transpose(0, 2, 1)  # d2/dtau_j dq_k
     return (Zqq[:nv], Zvv[:nv], Zqv[:nv], Ztq[:nv], Zqq[nv:], Zvv[nv:], Zqv[nv:], Ztq[nv:])
-
-
-def _kkt(M, J):
-    nv, m = M.shape[0], J.shape[0]
-    K = np.zeros((nv + m, nv + m))
-    K[:nv, :nv], K[:nv, nv:], K[nv:, :nv] = M, -J.T, J
-    return K
 
 
 def impulse_dynamics_second_derivatives(model, data, q, v_minus, contacts, restitution=0.0):
     """Second-order partial derivatives of `impulse_dynamics` (seed sec. XII.2):
     (d2vplus_dq2, d2vplus_dqdvminus, d2impulse_dq2, d2impulse_dqdvminus); v+ and the impulses are
     linear in v-, so their v- v- blocks vanish. Contacts against the world, zero Baumgarte gains."""
-    for k, c in enumerate(contacts if not isinstance(contacts, Contact) else [contacts]):
-        if isinstance(c, Contact) and c.baumgarte:
-            raise ValueError(f"contacts[{k}]: second-order derivatives need zero Baumgarte gains "
-                             f"(kp, kd), got kp={c.kp}, kd={c.kd}")
-    dvp_dq, dvp_dvm, dL_dq, dL_dvm = (np.array(x) for x in impulse_dynamics_derivatives(
-        model, data, q, v_minus, contacts, restitution))
-    from .contact import impulse_dynamics
-    v_plus, Lam = (np.array(x) for x in impulse_dynamics(model, data, q, v_minus, contacts, restitution))
+    _refuse_baumgarte(contacts)
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v_minus = multi_dof_inputs(model, data, q, v_minus=v_minus)
+        v_plus = np.array(impulse_dynamics(twin, twin_data, q_t, v_minus, contacts, restitution)[0])
+        out = list(impulse_dynamics_second_derivatives(twin, twin_data, q_t, v_minus, contacts, restitution))
+        first = _contiguous(*impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution))
+        _multi.correct_kkt_second_derivatives(model, v_minus, (first[0], first[1], None), (out[0], None, out[1], None),
+                                              v_plus)
+        _multi.correct_kkt_second_derivatives(model, v_minus, (first[2], first[3], None), (out[2], None, out[3], None))
+        return tuple(out)
+    first = _contiguous(*impulse_dynamics_derivatives(model, data, q, v_minus, contacts, restitution))
+    v_plus, Lam = _contiguous(*impulse_dynamics(model, data, q, v_minus, contacts, restitution))
     e = float(restitution)
     q_in = q
-    q, vm, resolved, fm, oR, op, oS, support = _prepare(model, data, q, contacts, "v_minus", v_minus)
-    vm = np.asarray(vm, float)
-    nv = oS.shape[0]
-    J, dJ_dq, Jqq, _ = _rows_jets(fm, resolved, oR, op, oS, support)
+    vm, route, ws = _prepare(model, data, q, contacts, "v_minus", v_minus)
+    nv = ws.nv
     zero = np.zeros(nv)
-    # d2(M w)/dq2: ID at v = 0, a = w, less ID at v = a = 0 (gravity)
-    d2_w = np.array(rnea_second_derivatives(model, data, q_in, zero, v_plus - vm)[0])
-    d2_g, _, _, dM_dq = (np.array(x) for x in rnea_second_derivatives(model, data, q_in, zero, zero))
-    M = np.array(crba(model, data, q_in))
-    T_qq = np.concatenate([d2_w - d2_g - np.einsum("r,rijk->ijk", Lam, Jqq),
-                           np.einsum("rijk,i->rjk", Jqq, v_plus + e * vm)])
-    T_qv = np.concatenate([-dM_dq.transpose(0, 2, 1), e * dJ_dq.transpose(0, 2, 1)])
-    Z_q = np.concatenate([dvp_dq, dL_dq])
-    Z_v = np.concatenate([dvp_dvm, dL_dvm])
-    Zqq, Zqv = _kkt_second(M, J, dM_dq, dJ_dq, Z_q, T_qq, [(T_qv, Z_v)])
+    # d2(M w)/dq2: ID at v = 0, a = w without gravity (less ID at v = a = 0, its gravity part)
+    w = v_plus - vm
+    if _plain_tree(model):
+        if not _so.rnea_second_derivatives(
+                model._parents, model._screw_axes, model._home_R, model._home_p, model._phi, route[2], zero, w,
+                _NO_GRAVITY, data._f_ext_zero, data._R, data._p, data._oR, data._op, data._phi_world,
+                data._so_vectors, data._so_matrices, data._so_mats, data._so_pair, data._so_tau, data._so_first,
+                data._so_second):
+            raise non_finite_error(q=q, v_minus=v_minus)
+        d2_w = data._so_second[0]
+    else:
+        d2_w = rnea_second_derivatives(model, data, q_in, zero, w)[0].copy()
+        d2_w -= rnea_second_derivatives(model, data, q_in, zero, zero)[0]
+    ws.M[:] = crba(model, data, q_in)
+    dvp_dq, dvp_dvm, dL_dq, dL_dvm = first
+    out = _second(route, ws, _IMPULSE, zero, zero, Lam, v_plus + e * vm, data._dM_dq, d2_w, d2_w, d2_w,
+                  (dvp_dq, dL_dq, dvp_dvm, dL_dvm, dvp_dvm, dL_dvm), e)
+    Zqq, Zqv = out
     return Zqq[:nv], Zqv[:nv], Zqq[nv:], Zqv[nv:]

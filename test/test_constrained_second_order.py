@@ -9,6 +9,8 @@ KKT matrix's conditioning, reaches 1e-6 on talos's two 6D contacts, which would 
 under the oracle's own error. Tolerance 1e-6 relative to max(1, |reference|).
 Free flyer (solo12): differences through dc.integrate (integrate's tangent convention).
 Symmetries of the Hessians (seed 002, eqs. 395, 421, 444) to 1e-12 relative to max(1, |tensor|).
+The compiled path's own cases: a Data's cached workspaces reused across contact sets (the numbers of a
+fresh Data), and the dense solve taken when the kernel's factors decline (the numbers of the kernel).
 """
 import numpy as np
 import pytest
@@ -199,3 +201,48 @@ def test_mixed_contacts_on_two_legs():
     assert_symmetric(ours[0], "d2a_dq2")
     impulse, worst_impulse = check_impulse(model, data, q, v, contacts)
     print(f"talos_reduced frame + point: worst relative error constrained {worst:.2e}, impulse {worst_impulse:.2e}")
+
+
+def test_workspaces_reused_across_contact_sets():
+    """One Data through several contact sets, both functions interleaved, and back: each call gives
+    the numbers of a fresh Data (the buffers cached per contact set on the Data hold nothing over)."""
+    model, data = robot("talos_reduced")
+    q, v, tau = _state(model, 5)
+    sets = [[dc.Contact("left_sole_link", "frame", "local")],
+            [dc.Contact("left_sole_link", "point", "local_world_aligned"),
+             dc.Contact("right_sole_link", "frame", "local")],
+            [dc.Contact("right_sole_link", "point", "local")]]
+
+    def both(d, contacts):
+        return ([np.array(x) for x in constrained_dynamics_second_derivatives(model, d, q, v, tau, contacts)]
+                + [np.array(x) for x in impulse_dynamics_second_derivatives(model, d, q, v, contacts, RESTITUTION)])
+
+    fresh = [both(model.create_data(), contacts) for contacts in sets]
+    for _ in range(2):
+        for contacts, reference in zip(sets, fresh):
+            for ours, ref in zip(both(data, contacts), reference):
+                np.testing.assert_allclose(ours, ref, rtol=0.0, atol=1e-12 * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("name", ["panda", "solo12"])
+def test_dense_solve_when_the_factors_decline(monkeypatch, name):
+    """When the kernel's Cholesky factors find K (numerically) singular but the rows are independent,
+    the right-hand sides it leaves go through a dense solve: the same numbers (forced here by a kernel
+    that reports SINGULAR after doing its work)."""
+    import dyn_control.constrained_second_order as cso
+    root = "free_flyer" if name == "solo12" else None
+    model, data = robot(name, root)
+    q, v, tau = _state(model, 3)
+    contacts = [dc.Contact(f, "point") for f in CASES[name][0]]
+    expected = ([np.array(x) for x in constrained_dynamics_second_derivatives(model, data, q, v, tau, contacts)]
+                + [np.array(x) for x in impulse_dynamics_second_derivatives(model, data, q, v, contacts, 0.5)])
+    kernel = cso._cso.second_derivatives
+
+    def declining(*args):
+        kernel(*args)
+        return cso._cso.SINGULAR
+    monkeypatch.setattr(cso._cso, "second_derivatives", declining)
+    got = ([np.array(x) for x in constrained_dynamics_second_derivatives(model, data, q, v, tau, contacts)]
+           + [np.array(x) for x in impulse_dynamics_second_derivatives(model, data, q, v, contacts, 0.5)])
+    for ours, ref in zip(got, expected):
+        np.testing.assert_allclose(ours, ref, rtol=0.0, atol=1e-10 * max(1.0, np.abs(ref).max()))

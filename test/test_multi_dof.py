@@ -489,6 +489,16 @@ def test_identification_sums_and_twist_derivatives(pair):
         _assert_difference(D[:, column], difference, f"dtau_deta column {column}")
 
 
+class _Steps:
+    """A step x -> step(x, e) with its number of directions n."""
+
+    def __init__(self, step, n):
+        self.step, self.directions = step, range(n)
+
+    def __call__(self, x, e):
+        return self.step(x, e)
+
+
 def _stencil(function, x, step_of, h):
     """Central differences of function (arrays) along each direction k: (f(step_of(x, +h e_k)) -
     f(step_of(x, -h e_k))) / 2h, stacked on a last axis."""
@@ -509,28 +519,16 @@ def test_second_derivatives_by_central_differences(pair):
     m, d = pair.model, pair.data
     q, v, a, tau = pair.q, pair.v, pair.a, pair.tau
     h = 1e-5
-
-    class Q:
-        directions = range(m.nv)
-
-        def __call__(self, x, e):
-            return dc.integrate(m, x, e)
-
-    class Vel:
-        directions = range(m.nv)
-
-        def __call__(self, x, e):
-            return x + e
-
+    Q, Vel = _Steps(lambda x, e: dc.integrate(m, x, e), m.nv), _Steps(lambda x, e: x + e, m.nv)
     d2q, d2v, d2qv, dM = (np.array(x) for x in dc.rnea_second_derivatives(m, d, q, v, a))
-    dq_q, dv_q, M_q = _stencil(lambda x: dc.rnea_derivatives(m, d, x, v, a), q, Q(), h)
-    dq_v, dv_v, _ = _stencil(lambda x: dc.rnea_derivatives(m, d, q, x, a), v, Vel(), h)
+    dq_q, dv_q, M_q = _stencil(lambda x: dc.rnea_derivatives(m, d, x, v, a), q, Q, h)
+    dq_v, dv_v, _ = _stencil(lambda x: dc.rnea_derivatives(m, d, q, x, a), v, Vel, h)
     for what, value, reference in (("d2tau_dq2", d2q, dq_q), ("d2tau_dv2", d2v, dv_v), ("d2tau_dqdv", d2qv, dq_v),
                                    ("dM_dq", dM, M_q)):
         _assert_difference(value, reference, what, 1e-7)
     d2q, d2v, d2qv, dMinv = (np.array(x) for x in dc.aba_second_derivatives(m, d, q, v, tau))
-    dq_q, dv_q, Minv_q = _stencil(lambda x: dc.aba_derivatives(m, d, x, v, tau), q, Q(), h)
-    dq_v, dv_v, _ = _stencil(lambda x: dc.aba_derivatives(m, d, q, x, tau), v, Vel(), h)
+    dq_q, dv_q, Minv_q = _stencil(lambda x: dc.aba_derivatives(m, d, x, v, tau), q, Q, h)
+    dq_v, dv_v, _ = _stencil(lambda x: dc.aba_derivatives(m, d, q, x, tau), v, Vel, h)
     for what, value, reference in (("d2ddq_dq2", d2q, dq_q), ("d2ddq_dv2", d2v, dv_v), ("d2ddq_dqdv", d2qv, dq_v),
                                    ("dMinv_dq", dMinv, Minv_q)):
         _assert_difference(value, reference, what, 1e-7)
@@ -573,3 +571,33 @@ def test_derivatives_with_external_forces(pair):
     assert_close(dq, pair.ours(pdq, columns=True), "dtau_dq with f_ext")
     assert_close(dv, pair.ours(pdv, columns=True), "dtau_dv with f_ext")
     assert all(n not in m.actuated_joints for j in m.multi_dof_joints for n in m.joint_names[j.body:j.body + j.nv])
+
+
+def test_second_order_contact_derivatives_by_central_differences(pair):
+    """constrained_ and impulse_dynamics_second_derivatives against central differences (step 1e-5) of
+    the first order (Pinocchio-checked above), q through integrate."""
+    m, d = pair.model, pair.data
+    q, v, tau = pair.q, pair.v, pair.tau
+    contacts = [dc.Contact(pair.frames[k], kind, reference="local") for k, kind in _well_posed_contacts(pair)]
+    h = 1e-5
+
+    def along_q(function):
+        return _stencil(function, q, _Steps(lambda x, e: dc.integrate(m, x, e), m.nv), h)
+
+    def along_v(function):
+        return _stencil(function, v, _Steps(lambda x, e: x + e, m.nv), h)
+
+    ours = dc.constrained_dynamics_second_derivatives(m, d, q, v, tau, contacts)
+    Dq = along_q(lambda x: dc.constrained_dynamics_derivatives(m, d, x, v, tau, contacts))
+    Dv = along_v(lambda x: dc.constrained_dynamics_derivatives(m, d, q, x, tau, contacts))
+    references = (Dq[0], Dv[1], Dv[0], Dq[2], Dq[3], Dv[4], Dv[3], Dq[5])
+    names = ("d2a_dq2", "d2a_dv2", "d2a_dqdv", "d2a_dtaudq", "d2lam_dq2", "d2lam_dv2", "d2lam_dqdv", "d2lam_dtaudq")
+    for what, value, reference in zip(names, ours, references):
+        _assert_difference(np.array(value), reference, what, 1e-7)
+    ours = dc.impulse_dynamics_second_derivatives(m, d, q, v, contacts, 0.3)
+    Dq = along_q(lambda x: dc.impulse_dynamics_derivatives(m, d, x, v, contacts, 0.3))
+    # [i, j, k] = d2 y_i / dq_j dv-_k: d/dq_j of the v- column k
+    references = (Dq[0], Dq[1].transpose(0, 2, 1), Dq[2], Dq[3].transpose(0, 2, 1))
+    names = ("d2vplus_dq2", "d2vplus_dqdvminus", "d2impulse_dq2", "d2impulse_dqdvminus")
+    for what, value, reference in zip(names, ours, references):
+        _assert_difference(np.array(value), reference, what, 1e-7)
