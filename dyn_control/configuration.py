@@ -25,6 +25,7 @@ from . import multi_dof as _multi
 from .dynamics import _FAST_REFUSED, compiled_call, strict
 from .floating_base import check_quaternion
 from .kernels import free_flyer as _ff
+from .kernels import multi_dof as _kernel
 from .model import FREE_FLYER_DOFS, MULTI_DOF_SCREWS, PLANAR, SPHERICAL, Model, as_real_array
 from .spatial import Ad, ad
 
@@ -116,7 +117,7 @@ def normalize(model, q):
             raise ValueError(f"q[3:7], the free flyer's quaternion, cannot be normalized: {x[3:7].tolist()}")
         x[3:7] /= norm
     for joint in model.multi_dof_joints:
-        part = _multi.rotation_part(joint, x)
+        part = _multi.rotation_part(joint)
         norm = float(np.linalg.norm(x[part]))
         if not (norm > 0.0 and np.isfinite(norm)):
             raise ValueError(f"q[{part.start}:{part.stop}] of joint {joint.name!r} cannot be normalized: "
@@ -161,7 +162,7 @@ def _random_multi_dof(model, rng, position_range, joints):
     a quaternion uniform on SO(3), a position uniform in [-position_range, position_range] per axis,
     a planar heading uniform in [-pi, pi]."""
     q = np.empty(model.nq)
-    q_index, v_index = _multi.scalar_coordinates(model)
+    q_index, v_index, _ = _multi.layout(model)
     q[q_index] = joints[v_index]
     if model.root_joint is not None:
         q[:7] = np.concatenate([rng.uniform(-position_range, position_range, 3), _random_orientation(rng)])
@@ -206,10 +207,12 @@ def _group_operation(model, operation, first, second):
         except _FAST_REFUSED:
             pass
     model = _model(model)
+    if model.multi_dof_joints:
+        y_size = model.nq if operation.second_is_configuration else model.nv
+        return _multi_dof_operation(model, operation, (first[0], _vector(*first, model.nq)),
+                                    (second[0], _vector(*second, y_size)))
     x = _configuration(model, *first)
     y = _configuration(model, *second) if operation.second_is_configuration else _tangent(model, *second)
-    if model.multi_dof_joints:
-        return _multi_dof_operation(model, operation, x, y)
     if model.root_joint is None:
         return operation.vectors(x, y)
     out = np.empty(getattr(model, operation.size))
@@ -217,37 +220,29 @@ def _group_operation(model, operation, first, second):
     return out
 
 
-def _pose7(joint, q):
-    """[p; quaternion] (7,) of a multi-DoF joint's pose at q, as a free flyer's configuration."""
-    quaternion, p = _multi.pose(joint, q)
-    return np.concatenate([p, quaternion])
-
-
-def _multi_dof_operation(model, operation, x, y):
-    """integrate or difference of a model with multi-DoF joints: each joint on its subgroup of SE(3)
-    (the free flyer's kernels on its pose), a free flyer's root as its own, the 1-DoF joints as vectors."""
-    integrating = operation is _INTEGRATE
-    out = np.empty(model.nq if integrating else model.nv)
-    q_index, v_index = _multi.scalar_coordinates(model)
-    if integrating:
-        out[q_index] = x[q_index] + y[v_index]
-    else:
-        out[v_index] = y[q_index] - x[q_index]
+def _multi_dof_operation(model, operation, first, second):
+    """integrate or difference of a model with multi-DoF joints on the named arguments ((name, value)
+    each, checked for shape and finiteness; kernels/multi_dof.py): each joint on its subgroup of SE(3)
+    as a free flyer's pose, a free flyer's root as its own, the 1-DoF joints as vectors; a ValueError
+    names a joint whose rotation part is not of unit norm."""
+    (x_name, x), (y_name, y) = first, second
+    q_index, v_index, table = _multi.layout(model)
     if model.root_joint is not None:
-        if integrating:
-            _ff.integrate(x[:7], y[:FREE_FLYER_DOFS], out[:7])
-        else:
-            _ff.difference(x[:7], y[:7], out[:FREE_FLYER_DOFS])
-    for joint in model.multi_dof_joints:
-        axes = list(MULTI_DOF_SCREWS[joint.kind])
-        if integrating:
-            pose = np.empty(7)
-            _ff.integrate(_pose7(joint, x), _multi.tangent(joint, y[joint.body:joint.body + joint.nv]), pose)
-            out[joint.q_index:joint.q_index + joint.nq] = _multi.coordinates(joint, pose[3:], pose[:3])
-        else:
-            xi = np.empty(6)
-            _ff.difference(_pose7(joint, x), _pose7(joint, y), xi)
-            out[joint.body:joint.body + joint.nv] = xi[axes]
+        check_quaternion(x_name, x)
+        if operation.second_is_configuration:
+            check_quaternion(y_name, y)
+    free_flyer = int(model.root_joint is not None)
+    if operation is _INTEGRATE:
+        out = np.empty(model.nq)
+        done = _kernel.integrate(x, y, table, q_index, v_index, free_flyer, out, np.empty(7), np.empty(6),
+                                 np.empty(7))
+    else:
+        out = np.empty(model.nv)
+        done = _kernel.difference(x, y, table, q_index, v_index, free_flyer, out, np.empty(7), np.empty(7),
+                                  np.empty(6))
+    if not done:    # the kernel's refusal: a rotation part not of unit norm, which this names
+        _multi.check_configuration(model, x_name, x)
+        _multi.check_configuration(model, y_name, y)
     return out
 
 

@@ -118,7 +118,7 @@ def _descends(parents, d, ancestor):
 # Configurations
 
 
-def _layout(model):
+def layout(model):
     """(q indices, v indices) of the model's 1-DoF joints and the joints' table of kernels/multi_dof.py,
     made once per model."""
     layout = model.__dict__.get("_multi_dof_layout")
@@ -139,12 +139,7 @@ def _layout(model):
     return layout
 
 
-def scalar_coordinates(model):
-    """(q indices, v indices) of the model's 1-DoF joints."""
-    return _layout(model)[:2]
-
-
-def rotation_part(joint, q):
+def rotation_part(joint):
     """The slice of q holding a joint's quaternion (spherical, floating) or (cos, sin) (planar)."""
     start = joint.q_index + (2 if joint.kind == PLANAR else 3 if joint.kind != SPHERICAL else 0)
     return slice(start, joint.q_index + joint.nq)
@@ -153,41 +148,12 @@ def rotation_part(joint, q):
 def check_configuration(model, name, q):
     """A ValueError unless each multi-DoF joint's quaternion (or planar (cos, sin)) in q has unit norm."""
     for joint in model.multi_dof_joints:
-        part = rotation_part(joint, q)
+        part = rotation_part(joint)
         norm = float(np.linalg.norm(q[part]))
         if not abs(norm - 1.0) <= UNIT_TOLERANCE:
             what = "(cos, sin) of its angle" if joint.kind == PLANAR else "orientation (x, y, z, w), a quaternion,"
             raise ValueError(f"{name}[{part.start}:{part.stop}], joint {joint.name!r}'s {what} must have unit norm, "
                              f"got norm {norm!r}: normalize it first (dyn_control.normalize)")
-
-
-def pose(joint, q):
-    """(quaternion (x, y, z, w), p) of a joint's child frame in its joint frame at configuration q."""
-    x = q[joint.q_index:joint.q_index + joint.nq]
-    if joint.kind == SPHERICAL:
-        return x, np.zeros(3)
-    if joint.kind == PLANAR:
-        c, s = x[2], x[3]
-        half = 0.5 * np.arctan2(s, c)
-        return np.array([0.0, 0.0, np.sin(half), np.cos(half)]), np.array([x[0], x[1], 0.0])
-    return x[3:7], x[:3]
-
-
-def coordinates(joint, quaternion, p):
-    """A joint's coordinates (its q entries) of the pose (quaternion, p) (its kind's subgroup)."""
-    if joint.kind == SPHERICAL:
-        return quaternion
-    if joint.kind == PLANAR:
-        z, w = quaternion[2], quaternion[3]
-        return np.array([p[0], p[1], w * w - z * z, 2.0 * z * w])
-    return np.concatenate([p, quaternion])
-
-
-def tangent(joint, x):
-    """A joint's v entries x (m,) as a twist [w; v] (6,) in its kind's subalgebra."""
-    xi = np.zeros(6)
-    xi[list(MULTI_DOF_SCREWS[joint.kind])] = x
-    return xi
 
 
 # ----------------------------------------------------------------------------------------------
@@ -203,7 +169,7 @@ def anchor(model, data, q):
         tree = model._replace(multi_dof_joints=())
         twin = data.__dict__["_multi_dof_twin"] = (tree, tree.create_data(), np.zeros(tree.nq), np.empty((3, 3)))
     tree, tree_data, q_twin, scratch = twin
-    q_index, v_index, table = _layout(model)
+    q_index, v_index, table = layout(model)
     if not _kernel.anchor(q, table, q_index, v_index, tree.nq - tree.nv, model._home_R, model._home_p,
                           tree._home_R, tree._home_p, q_twin, scratch):
         check_configuration(model, "q", q)   # the kernel's refusal: a rotation part not of unit norm
@@ -213,13 +179,13 @@ def anchor(model, data, q):
 def twin_acceleration(model, v, a, out):
     """out = a - [b(v_j) at each joint's coordinates], the twin's joint accelerations."""
     out[:] = a
-    _kernel.add_bias(_layout(model)[2], v, -1.0, out, np.empty(6))
+    _kernel.add_bias(layout(model)[2], v, -1.0, out, np.empty(6))
     return out
 
 
 def add_bias(model, v, ddq):
     """ddq += [b(v_j)]: the twin's forward dynamics as the joints' accelerations."""
-    _kernel.add_bias(_layout(model)[2], v, 1.0, ddq, np.empty(6))
+    _kernel.add_bias(layout(model)[2], v, 1.0, ddq, np.empty(6))
 
 
 def _E(joint, x):
@@ -242,7 +208,7 @@ def _H(joint, nu):
 def correct_derivatives(model, v, a_twin, tau, M, dtau_dq, dtau_dv):
     """The twin's d tau / d q and d tau / d v (nv, nv) at (v, a_twin), with tau the torques and M the
     mass matrix there, made the joints' in place (module docstring; kernels/multi_dof.py)."""
-    _kernel.correct_derivatives(_layout(model)[2], v, a_twin, tau, M, dtau_dq, dtau_dv, np.empty(6), np.empty(6),
+    _kernel.correct_derivatives(layout(model)[2], v, a_twin, tau, M, dtau_dq, dtau_dv, np.empty(6), np.empty(6),
                                 np.empty((3, 6, 6)))
 
 

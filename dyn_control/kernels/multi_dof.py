@@ -1,5 +1,6 @@
 """Multi-DoF joints' tree twin (multi_dof.py): each joint's pose written into its chain's first
-placement, the twin's joint positions, and the chains' velocity products b(nu).
+placement, the twin's joint positions, the chains' velocity products b(nu) and the first-order
+derivatives' correction; and integrate / difference of their configurations (configuration.py).
 
 A joint is a row of the int64 table (njoints, 4): [kind, first body, q index, first unit screw] with
 kind SPHERICAL, PLANAR or FLOATING (model.MULTI_DOF_SCREWS: its screws are the unit screws first ..
@@ -9,6 +10,8 @@ import math
 
 from ..jit import njit
 from .free_flyer import UNIT_TOLERANCE, _unit_cross
+from .free_flyer import difference as free_flyer_difference
+from .free_flyer import integrate as free_flyer_integrate
 
 SPHERICAL, PLANAR, FLOATING = 0, 1, 2
 NV = (3, 3, 6)
@@ -138,3 +141,76 @@ def correct_derivatives(table, v, a_twin, tau, M, dtau_dq, dtau_dv, w6, x6, E):
                 for r in range(m):
                     s += w6[first + r] * tau[body + r]
                 dtau_dq[body + i, body + k] += s
+
+
+# ----------------------------------------------------------------------------------------------
+# integrate and difference (configuration.py): each joint as a free flyer's pose on its subgroup
+
+
+@njit(cache=True, inline="always")
+def _pose7(kind, q, start, pose):
+    """pose = [p; quaternion (x, y, z, w)] (7,) of the joint whose q starts at `start`; False unless its
+    quaternion or (cos, sin) has unit norm."""
+    for r in range(7):
+        pose[r] = 0.0
+    if kind == PLANAR:
+        c, s = q[start + 2], q[start + 3]
+        if not abs(math.sqrt(c * c + s * s) - 1.0) <= UNIT_TOLERANCE:
+            return False
+        half = 0.5 * math.atan2(s, c)
+        pose[0], pose[1], pose[5], pose[6] = q[start], q[start + 1], math.sin(half), math.cos(half)
+        return True
+    k = start if kind == SPHERICAL else start + 3
+    if kind == FLOATING:
+        pose[0], pose[1], pose[2] = q[start], q[start + 1], q[start + 2]
+    for r in range(4):
+        pose[3 + r] = q[k + r]
+    x, y, z, w = pose[3], pose[4], pose[5], pose[6]
+    return abs(math.sqrt(x * x + y * y + z * z + w * w) - 1.0) <= UNIT_TOLERANCE
+
+
+@njit(cache=True)
+def integrate(q, v, table, scalar_q, scalar_v, free_flyer, out, pose, xi, result):
+    """out = integrate(q, v) (nq,): the 1-DoF joints as vectors, a free flyer (free_flyer 1) and each
+    joint on its subgroup of SE(3), T exp(v_j); False when a rotation part of q is not of unit norm."""
+    for n in range(scalar_q.shape[0]):
+        out[scalar_q[n]] = q[scalar_q[n]] + v[scalar_v[n]]
+    if free_flyer:
+        free_flyer_integrate(q[:7], v[:6], out[:7])
+    for j in range(table.shape[0]):
+        kind, body, start, first = table[j, 0], table[j, 1], table[j, 2], table[j, 3]
+        if not _pose7(kind, q, start, pose):
+            return False
+        for r in range(6):
+            xi[r] = 0.0
+        for n in range(NV[kind]):
+            xi[first + n] = v[body + n]
+        free_flyer_integrate(pose, xi, result)
+        if kind == PLANAR:
+            z, w = result[5], result[6]
+            out[start], out[start + 1], out[start + 2], out[start + 3] = result[0], result[1], w * w - z * z, 2.0 * z * w
+        else:
+            k = start if kind == SPHERICAL else start + 3
+            for r in range(4):
+                out[k + r] = result[3 + r]
+            if kind == FLOATING:
+                out[start], out[start + 1], out[start + 2] = result[0], result[1], result[2]
+    return True
+
+
+@njit(cache=True)
+def difference(q0, q1, table, scalar_q, scalar_v, free_flyer, out, pose0, pose1, xi):
+    """out = difference(q0, q1) (nv,): log(T(q0)^-1 T(q1)) of each joint and of a free flyer, the 1-DoF
+    joints' q1 - q0; False when a rotation part is not of unit norm."""
+    for n in range(scalar_q.shape[0]):
+        out[scalar_v[n]] = q1[scalar_q[n]] - q0[scalar_q[n]]
+    if free_flyer:
+        free_flyer_difference(q0[:7], q1[:7], out[:6])
+    for j in range(table.shape[0]):
+        kind, body, start, first = table[j, 0], table[j, 1], table[j, 2], table[j, 3]
+        if not (_pose7(kind, q0, start, pose0) and _pose7(kind, q1, start, pose1)):
+            return False
+        free_flyer_difference(pose0, pose1, xi)
+        for n in range(NV[kind]):
+            out[body + n] = xi[first + n]
+    return True
