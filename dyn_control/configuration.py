@@ -198,7 +198,7 @@ def _group_operation(model, operation, first, second):
     """operation's result for the named arguments first and second ((name, value) each): a free
     flyer's by the compiled kernel on the arguments as given when they fit it, else checked (a
     ValueError names what is wrong)."""
-    if getattr(model, "root_joint", None) is not None:
+    if getattr(model, "root_joint", None) is not None and not model.multi_dof_joints:
         try:
             out = np.empty(getattr(model, operation.size))
             x, y = first[1], second[1]

@@ -71,7 +71,7 @@ def _time_variation(model, data, q, v, frame, reference):
     dynamics.py), once a checked call made the workspace."""
     try:
         ws, code = data._task_space, _REFERENCES[reference]
-        if (q.dtype.isnative and v.dtype.isnative
+        if (q.dtype.isnative and v.dtype.isnative and not model.multi_dof_joints
                 and _fast_time_variation(model._buf, data._buf, q, v, model._frame_index[frame], code, ws.out) == _OK):
             return ws, code, q, v
     except (*_FAST_REFUSED, KeyError):
