@@ -46,7 +46,7 @@ import numpy as np
 
 from ..jit import njit
 from .cholesky import back_substitute, cholesky_factor, forward_substitute
-from .constrained_dynamics import SINGULAR_G, SINGULAR_M
+from .constrained_dynamics import SINGULAR_G, SINGULAR_M, side_pose
 from .contact import world_screws
 
 OK = 0
@@ -126,25 +126,13 @@ def contact_rows(parents, screw_axes, home_R, home_p, q, R, p, oR, op, oS, base_
         f, dim, local = spec[c, 0], spec[c, 1], spec[c, 2]
         body = frame_body[f]
         # the frame's world pose (root pose applied) and its chain
-        if body < 0:
+        if side_pose(frame_body, frame_R, frame_p, oR, op, f, tmp[2:5], tmp[1]) < 0:
             for i in range(3):
                 for k in range(3):
-                    Rc[i, k] = frame_R[f, i, k]
-                pc[i] = frame_p[f, i]
+                    Rc[i, k] = tmp[2 + i, k]
+                pc[i] = tmp[1, i]
             s = 0
         else:
-            for i in range(3):
-                for k in range(3):
-                    x = 0.0
-                    for l in range(3):
-                        x += oR[body, i, l] * frame_R[f, l, k]
-                    tmp[0, k] = x
-                y = op[body, i]
-                for l in range(3):
-                    y += oR[body, i, l] * frame_p[f, l]
-                tmp[1, i] = y
-                for k in range(3):
-                    tmp[2 + i, k] = tmp[0, k]
             for i in range(3):
                 for k in range(3):
                     Rc[i, k] = (base_R[i, 0] * tmp[2, k] + base_R[i, 1] * tmp[3, k] + base_R[i, 2] * tmp[4, k])
@@ -453,6 +441,12 @@ def _add_dM_times_dense(dM, Zs, out, both, nt, dMt, Zcat, Pcat):
 
 
 @njit(cache=True)
+def _matrix(work, o, rows, columns):
+    """(the (rows, columns) matrix at work[o:], the offset after it)."""
+    return work[o:o + rows * columns].reshape((rows, columns)), o + rows * columns
+
+
+@njit(cache=True)
 def _block_inverse(M, J, comp, start, nj, nc, work, Kc):
     """Kc (nc, nc) = -K_c^-1 for the component's block K_c = [[M_c, -J_c^T], [J_c, 0]] (its nj joints
     comp[start:start + nj], then its rows), from the Cholesky factors of M_c and of the Delassus
@@ -461,20 +455,13 @@ def _block_inverse(M, J, comp, start, nj, nc, work, Kc):
     False when a pivot of M_c or G falls below its relative threshold (kernels/constrained_dynamics.py)."""
     nv = M.shape[0]
     m = nc - nj
-    o = 0
-    Mc = work[o:o + nj * nj].reshape((nj, nj))
-    o += nj * nj
-    LM = work[o:o + nj * nj].reshape((nj, nj))
-    o += nj * nj
-    Minv = work[o:o + nj * nj].reshape((nj, nj))
-    o += nj * nj
-    P = work[o:o + nj * m].reshape((nj, m))
-    o += nj * m
-    Jc = work[o:o + m * nj].reshape((m, nj))
-    o += m * nj
-    G = work[o:o + m * m].reshape((m, m))
-    o += m * m
-    LG = work[o:o + m * m].reshape((m, m))
+    Mc, o = _matrix(work, 0, nj, nj)
+    LM, o = _matrix(work, o, nj, nj)
+    Minv, o = _matrix(work, o, nj, nj)
+    P, o = _matrix(work, o, nj, m)
+    Jc, o = _matrix(work, o, m, nj)
+    G, o = _matrix(work, o, m, m)
+    LG, o = _matrix(work, o, m, m)
     for a in range(nj):
         for b in range(nj):
             Mc[a, b] = M[comp[start + a], comp[start + b]]
