@@ -49,8 +49,9 @@ def _vector(name, x, n):
     return x
 
 
-def _configuration(model, name, q):
-    """q (nq,) finite, a free flyer's quaternion a unit one, else a ValueError."""
+def checked_configuration(model, name, q):
+    """q (nq,) finite, a free flyer's and multi-DoF joints' quaternions (and planar (cos, sin)) unit
+    ones, else a ValueError naming it."""
     x = _vector(name, q, model.nq)
     if model.root_joint is not None:
         check_quaternion(name, x)
@@ -211,8 +212,8 @@ def _group_operation(model, operation, first, second):
         y_size = model.nq if operation.second_is_configuration else model.nv
         return _multi_dof_operation(model, operation, (first[0], _vector(*first, model.nq)),
                                     (second[0], _vector(*second, y_size)))
-    x = _configuration(model, *first)
-    y = _configuration(model, *second) if operation.second_is_configuration else _tangent(model, *second)
+    x = checked_configuration(model, *first)
+    y = checked_configuration(model, *second) if operation.second_is_configuration else _tangent(model, *second)
     if model.root_joint is None:
         return operation.vectors(x, y)
     out = np.empty(getattr(model, operation.size))
@@ -261,7 +262,7 @@ def integrate_jacobians(model, q, v):
     """(d integrate / d q, d integrate / d v), each (nv, nv), in the tangent spaces of q and of the
     result (module docstring)."""
     model = _model(model)
-    q, v = _configuration(model, "q", q), _tangent(model, "v", v)
+    q, v = checked_configuration(model, "q", q), _tangent(model, "v", v)
     d_q, d_v = np.eye(model.nv), np.eye(model.nv)
     for part, axes in _groups(model):
         xi = np.zeros(6)
@@ -274,7 +275,7 @@ def integrate_jacobians(model, q, v):
 def difference_jacobians(model, q0, q1):
     """(d difference / d q0, d difference / d q1), each (nv, nv) (module docstring)."""
     model = _model(model)
-    q0, q1 = _configuration(model, "q0", q0), _configuration(model, "q1", q1)
+    q0, q1 = checked_configuration(model, "q0", q0), checked_configuration(model, "q1", q1)
     d_q0, d_q1 = -np.eye(model.nv), np.eye(model.nv)
     v = difference(model, q0, q1)
     for part, axes in _groups(model):

@@ -309,8 +309,6 @@ def test_bad_inputs(mapping, model):
         FiveBarMapping(model, cut_joint="joint3")
     with pytest.raises(ValueError, match="unknown joint"):
         FiveBarMapping(model, active_joints=("joint1", "motor4"))
-    with pytest.raises(ValueError, match="free flyer or multi-DoF joints are not supported"):
-        FiveBarMapping(dc.load_urdf(URDF, root_joint="free_flyer"))
 
 
 def test_yaml_parameters_build_the_default_mapping(model, mapping):

@@ -40,7 +40,7 @@ from ..jit import njit
 from ..kernels.closed_chain_packed import (A_BIAS, ACTIVE, BASE_ACCEL, CHAIN_DIMS, DTHETA, G, HOME_P, HOME_R, K_P,
                                            OP, OR, OS, OV, P_, P_A, PARENTS, PASSIVE, PATH, PHI, PIVOTS, Q, R_,
                                            R_A, RHS, SCREW_AXES, SIGN, THETA, TMP6, V, COMPONENTS,
-                                           chain_float_fields, chain_int_fields, close_packed, fill_chain)
+                                           chain_float_fields, chain_int_fields, chain_loop, close_packed, fill_chain)
 from ..kernels.coriolis import coriolis_matrix
 from ..kernels.crba import crba
 from ..kernels.inputs import all_finite
@@ -119,10 +119,7 @@ class ClosedChainTick(TickBuffers):
     in command order; frame: the estimator's frame; window: samples in the gradient window."""
 
     def __init__(self, model, mapping, controlled, frame, window):
-        loop = mapping.loop_frames()
-        if loop is None:
-            raise ValueError(f"mapping {type(mapping).__name__}: its loop_frames() is None; the compiled "
-                             f"closed-chain tick needs the loop as a pair of frames")
+        loop = chain_loop(mapping, model, "closed-chain tick")
         controlled = np.asarray(controlled, dtype=np.int64)
         if sorted(controlled.tolist()) != sorted(loop.active):
             raise ValueError("ClosedChainTick: controlled must be the mapping's active joints")

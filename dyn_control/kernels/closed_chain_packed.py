@@ -39,6 +39,19 @@ _I = field_indices(chain_int_fields(1, 1, 1))
 PARENTS, ACTIVE, PASSIVE, COMPONENTS, PIVOTS, PATH, CHAIN_DIMS = range(len(_I))
 
 
+def chain_loop(mapping, model, what):
+    """mapping.loop_frames() for the compiled `what`, or a ValueError: these paths take fixed bases of
+    1-DoF joints and a mapping whose loop is a pair of frames."""
+    if model.nq != model.nv:
+        raise ValueError(f"the compiled {what} takes fixed bases of 1-DoF joints; robot {model.name!r} has a "
+                         f"free flyer or multi-DoF joints")
+    loop = mapping.loop_frames()
+    if loop is None:
+        raise ValueError(f"mapping {type(mapping).__name__}: its loop_frames() is None; the compiled {what} "
+                         f"needs the loop as a pair of frames")
+    return loop
+
+
 def fill_chain(f, i, model, loop):
     """The chain fields of packed buffers (f: floats, i: ints) from the tree `model` and a
     mappings.LoopFrames `loop`."""

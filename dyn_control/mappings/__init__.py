@@ -21,8 +21,10 @@ from importlib.metadata import entry_points
 
 import numpy as np
 
+from ..configuration import integrate
 from ..derivatives import regressor
 from ..dynamics import as_finite_array, crba, jacobian, rnea
+from ..model import FREE_FLYER_DOFS
 
 ENTRY_POINT_GROUP = "dyn_control.mappings"
 
@@ -34,9 +36,14 @@ class MappingPluginError(RuntimeError):
 class ClosedChainMapping(abc.ABC):
     """The loop closure of a closed chain on its equivalent tree `model`.
 
-    Tree vectors (q, v, a, tau_tree) are in model.joint_names order; closed-chain vectors (theta_a,
-    tau_a) are in active_indices order. Subclasses set `active_indices` and `passive_indices` (int
-    arrays of tree joint indices) in __init__ and take their parameters as keyword arguments.
+    Tree vectors are the model's: q (nq,), v, a, tau_tree (nv,) in model.joint_names order. Subclasses
+    set `active_indices` and `passive_indices` (int arrays of indices into v) in __init__ and take
+    their parameters as keyword arguments. Passive joints are 1-DoF joints of the loop; everything else
+    is active, a free flyer's or a multi-DoF joint's velocities as one block in their own order.
+    Closed-chain vectors follow active_indices: dtheta_a, ddtheta_a, tau_a (n_active,) one entry per
+    active velocity; theta_a the matching entries of q, active_configuration_indices (a free flyer's
+    or multi-DoF joint's whole configuration, its quaternion included, at its block's place), so that
+    on a fixed base of 1-DoF joints theta_a = q[active_indices].
     """
 
     def __init__(self, model):
@@ -53,9 +60,18 @@ class ClosedChainMapping(abc.ABC):
     def passive_joints(self):
         return tuple(self.model.joint_names[i] for i in self.passive_indices)
 
+    @property
+    def active_configuration_indices(self):
+        """The entries of a tree configuration q that make theta_a, in active_indices order."""
+        return configuration_entries(self.model, self.active_indices)
+
+    def active_configuration(self, q):
+        """theta_a of a tree configuration q (nq,): its active entries."""
+        return as_finite_array("q", q, (self.model.nq,))[self.active_configuration_indices]
+
     @abc.abstractmethod
     def complete(self, theta_a, guess=None):
-        """The tree configuration q (nv,) closing the loop with active joints theta_a; `guess` (a
+        """The tree configuration q (nq,) closing the loop with active joints theta_a; `guess` (a
         tree configuration) selects the solution near it. ValueError when there is none."""
 
     @abc.abstractmethod
@@ -109,7 +125,8 @@ class ClosedChainMapping(abc.ABC):
     def tree_state(self, theta_a, dtheta_a, ddtheta_a, guess=None):
         """(q, v, a) of the equivalent tree moving with the closed chain: q = complete(theta_a),
         v = G dtheta_a, a = G ddtheta_a + Gdot dtheta_a, Gdot dtheta_a here by a central difference
-        of G along dtheta_a (step 1e-6 / |dtheta_a|)."""
+        of G along dtheta_a (step 1e-6 / |dtheta_a|, taken on the tree's configuration space: the
+        closed configurations at theta_a moved by +-h dtheta_a)."""
         na = self.active_indices.size
         dtheta_a = as_finite_array("dtheta_a", dtheta_a, (na,))
         ddtheta_a = as_finite_array("ddtheta_a", ddtheta_a, (na,))
@@ -118,11 +135,10 @@ class ClosedChainMapping(abc.ABC):
         speed = np.linalg.norm(dtheta_a)
         a = G @ ddtheta_a
         if speed > 0.0:
-            h = 1e-6 / speed
-            theta = q[self.active_indices]
-            G_plus = self.completion_jacobian(self.complete(theta + h * dtheta_a, q))
-            G_minus = self.completion_jacobian(self.complete(theta - h * dtheta_a, q))
-            a += (G_plus - G_minus) @ dtheta_a / (2.0 * h)
+            step = (1e-6 / speed) * (G @ dtheta_a)
+            G_plus, G_minus = (self.completion_jacobian(self.complete(
+                self.active_configuration(integrate(self.model, q, sign * step)), q)) for sign in (1.0, -1.0))
+            a += (G_plus - G_minus) @ dtheta_a * (speed / 2e-6)
         return q, G @ dtheta_a, a
 
     def reduced_dynamics(self, model, data, theta_a, dtheta_a, guess=None):
@@ -144,6 +160,21 @@ class ClosedChainMapping(abc.ABC):
         if not hasattr(self, "_jacobian_data"):
             self._jacobian_data = self.model.create_data()
         return jacobian(self.model, self._jacobian_data, q, frame, reference) @ self.completion_jacobian(q)
+
+
+def configuration_entries(model, v_indices):
+    """The entries of q (nq,) that the velocities v_indices move, in their order: one per 1-DoF joint,
+    a free flyer's or multi-DoF joint's whole configuration at its first velocity (its others bring
+    none)."""
+    blocks = {0: (FREE_FLYER_DOFS, FREE_FLYER_DOFS + 1)} if model.root_joint is not None else {}
+    blocks.update({joint.body: (joint.nv, joint.nq) for joint in model.multi_dof_joints})
+    entries, i, extra = {}, 0, 0
+    while i < model.nv:
+        nv, nq = blocks.get(i, (1, 1))
+        entries.update({i + k: [] for k in range(nv)})
+        entries[i] = list(range(i + extra, i + extra + nq))
+        i, extra = i + nv, extra + nq - nv
+    return np.array([e for i in v_indices for e in entries[int(i)]], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -233,8 +264,12 @@ def simulate_closed_chain(mapping, model, reference, duration, dt, kp, kd, theta
     ddtheta_a = forward_dynamics(theta_a, dtheta_a, tau_a), i.e. M_a^-1 (tau_a - mapped bias).
     The tree configuration closing the loop is recomputed at every evaluation (warm-started from the
     previous one), so the passive joints never drift. Starts on the reference unless theta_a0,
-    dtheta_a0 are given. Returns a ClosedChainRun.
+    dtheta_a0 are given. Returns a ClosedChainRun. Fixed bases of 1-DoF joints only (theta_a a
+    vector), as the controllers.
     """
+    if mapping.model.nq != mapping.model.nv:
+        raise ValueError(f"simulate_closed_chain: robot {mapping.model.name!r} has a free flyer or multi-DoF "
+                         f"joints; this simulation integrates theta_a as a vector (fixed bases of 1-DoF joints)")
     if not (isinstance(duration, numbers.Real) and 0.0 <= duration < np.inf):
         raise ValueError(f"duration must be a finite number >= 0, got {duration!r}")
     if not (isinstance(dt, numbers.Real) and 0.0 < dt < np.inf):

@@ -24,11 +24,12 @@ import numbers
 
 import numpy as np
 
+from ..configuration import checked_configuration
 from ..derivatives import rnea_derivatives
 from ..dynamics import as_finite_array, crba, forward_kinematics, jacobian, rnea
-from ..model import Model
+from ..model import FREE_FLYER_DOFS, Model
 from ..spatial import Ad, log_se3
-from . import ClosedChainMapping, LoopFrames
+from . import ClosedChainMapping, LoopFrames, configuration_entries
 
 CLOSED_TOLERANCE = 1e-6      # a configuration given as closed may miss the closure by this much
 MAX_NEWTON_STEP = 0.5        # rad, the longest Newton step on the passive joints
@@ -86,6 +87,27 @@ def _named(name, lookup, value):
         raise ValueError(f"five_bar: {name}: {exc}") from None
 
 
+def _loop_joints(model, body_a, body_b, cut_link):
+    """Tree indices of the loop's joints: those on the paths from body_a and body_b to their common
+    ancestor (tree order); a ValueError names a free flyer's or multi-DoF joint among them."""
+    def path(body):
+        joints = set()
+        while body >= 0:
+            joints.add(int(body))
+            body = model.parents[body]
+        return joints
+
+    loop = sorted(path(body_a) ^ path(body_b))
+    blocks = [("the free flyer", range(FREE_FLYER_DOFS))] if model.root_joint is not None else []
+    blocks += [(f"the {joint.kind} joint {joint.name!r}", range(joint.body, joint.body + joint.nv))
+               for joint in model.multi_dof_joints]
+    for name, block in blocks:
+        if set(block) & set(loop):
+            raise ValueError(f"five_bar: {name} lies in the loop between {cut_link!r} and its copy; the loop's "
+                             f"joints must be 1-DoF joints")
+    return loop
+
+
 def _ad(A, B):
     """ad_A B = A x B of motion vectors stacked along the last axis (broadcasting)."""
     return np.einsum("ijk,...j,...k->...i", _LIE, A, B)
@@ -132,7 +154,7 @@ class _Closure:
         self.K_a = self.K[:, mapping.active_indices]
         self.K_p = self.K[:, mapping.passive_indices]
         self.J_p = -np.linalg.solve(self.K_p, self.K_a)              # eq. (12)
-        self.E = np.zeros((q.size, mapping.active_indices.size))     # dq = E dtheta_a
+        self.E = np.zeros((mapping.model.nv, mapping.active_indices.size))   # v = E dtheta_a
         self.E[mapping.active_indices] = np.eye(mapping.active_indices.size)
         self.E[mapping.passive_indices] = self.J_p
         self._dJ = None
@@ -163,15 +185,22 @@ class _Closure:
 class FiveBarMapping(ClosedChainMapping):
     """Loop closure of a five-bar (spherical by default) given as its equivalent tree.
 
+    The loop's joints are the 1-DoF joints between cut_link and the cut joint's child through their
+    common ancestor; every joint outside the loop (a free flyer, multi-DoF joints, other limbs) is
+    active and does not enter the closure: active_indices lists those first, in tree order, then the
+    motors (see ClosedChainMapping for theta_a on a floating base).
+
     Parameters (defaults fit config/urdf/five_bar.urdf):
-      active_joints: the motors, in theta_a order; every other joint of the tree is passive.
+      active_joints: the motors, joints of the loop, in theta_a order; the loop's other joints are
+        passive.
       cut_joint: the cut joint, whose child link is a massless copy of `cut_link` (a leaf).
       cut_link: the link (or a frame fixed to it) that the copy coincides with when closed.
       closure_components: entries of log(T_copy^-1 T_cut_link) = [w; v] that close the loop, one per
         passive joint: (0, 1, 2) (rotation) for a spherical linkage, e.g. (2, 3, 4) for a planar one
         moving about z.
-      reference_configuration: a tree configuration near a closed one (zeros by default); it picks the
-        assembly mode that complete() follows when given no guess.
+      reference_configuration: a tree configuration (nq,) near a closed one (the model's neutral
+        configuration by default); it picks the assembly mode that complete() follows when given no
+        guess.
       tolerance: Newton stops when the residual norm is below it.
       max_iterations: Newton iterations per solve.
       singular_tolerance: the passive joints are singular where the smallest singular value of
@@ -188,9 +217,6 @@ class FiveBarMapping(ClosedChainMapping):
             raise ValueError(f"model must be a dyn_control.Model, got {type(model).__name__}")
         if model.coupling is not None:
             raise ValueError("five_bar: models with mimic-coupled joints are not supported")
-        if model.root_joint is not None or model.multi_dof_joints:
-            raise ValueError("five_bar: models with a free flyer or multi-DoF joints are not supported (its "
-                             "configurations are the tree's joint angles, one per joint)")
         self.tolerance = _parameter("tolerance", tolerance)
         self.max_iterations = _parameter("max_iterations", max_iterations)
         self.singular_tolerance = _parameter("singular_tolerance", singular_tolerance)
@@ -198,14 +224,6 @@ class FiveBarMapping(ClosedChainMapping):
         super().__init__(model)
         self._data = model.create_data()   # kinematics workspace of the mapping
         nv = model.nv
-        names = _as_list("active_joints", active_joints, "a list of joint names")
-        active = [_named("active_joints", model.joint_index, name) for name in names]
-        if len(set(active)) != len(active) or not active:
-            raise ValueError(f"five_bar: active_joints must name distinct joints, got {names}")
-        self.active_indices = np.array(active, dtype=np.int64)
-        self._later = np.triu(np.ones((nv, nv)), 1)   # [j, l] = 1 when joint l comes after joint j
-        self.passive_indices = np.array([i for i in range(nv) if i not in active], dtype=np.int64)
-
         cut_body = _named("cut_joint", model.joint_index, cut_joint)
         if np.any(model.phi[cut_body] != 0.0) or np.any(model.parents == cut_body):
             raise ValueError(f"cut_joint {cut_joint!r}: its child link {model.body_names[cut_body]!r} must "
@@ -214,6 +232,23 @@ class FiveBarMapping(ClosedChainMapping):
         self.cut_link = cut_link
         self._frame_a = _named("cut_link", model.frame_id, cut_link)
         self._frame_b = model.frame_id(model.body_names[cut_body])
+        loop = _loop_joints(model, model.frame_body[self._frame_a], cut_body, cut_link)
+
+        names = _as_list("active_joints", active_joints, "a list of joint names")
+        active = [_named("active_joints", model.joint_index, name) for name in names]
+        if len(set(active)) != len(active) or not active:
+            raise ValueError(f"five_bar: active_joints must name distinct joints, got {names}")
+        outside = [model.joint_names[i] for i in active if i not in loop]
+        if outside:
+            raise ValueError(f"five_bar: active_joints {outside} are not joints of the loop between {cut_link!r} "
+                             f"and its copy ({', '.join(model.joint_names[i] for i in loop)})")
+        self.active_indices = np.array([i for i in range(nv) if i not in loop] + active, dtype=np.int64)
+        self.passive_indices = np.array([i for i in loop if i not in active], dtype=np.int64)
+        self._later = np.triu(np.ones((nv, nv)), 1)   # [j, l] = 1 when joint l comes after joint j
+        self._motors = np.arange(nv - len(loop), self.active_indices.size)    # their place in theta_a
+        self._motor_q = configuration_entries(model, active)
+        self._passive_q = configuration_entries(model, self.passive_indices)
+        self._others_q = configuration_entries(model, self.active_indices[:self._motors[0]])
 
         n_passive = self.passive_indices.size
         expected = f"{n_passive} distinct indices in 0..5 (one per passive joint)"
@@ -224,13 +259,16 @@ class FiveBarMapping(ClosedChainMapping):
         self.closure_components = np.array(comp, dtype=np.int64)
 
         if reference_configuration is None:
-            reference_configuration = np.zeros(nv)
-        guess = as_finite_array("reference_configuration", reference_configuration, (nv,))
-        reference = guess.copy()
+            reference_configuration = model.neutral_configuration()
+        reference = self._configuration("reference_configuration", reference_configuration).copy()
         if self._newton(reference)[1] is None:
             raise ValueError(f"five_bar: reference_configuration: no closed configuration found near it "
                              f"(Newton with tolerance {self.tolerance:g}, max_iterations {self.max_iterations})")
         self.reference_configuration = reference
+
+    def _configuration(self, name, q):
+        """q as a tree configuration (nq,), finite, with unit quaternions, else a ValueError naming it."""
+        return checked_configuration(self.model, name, q)
 
     # ------------------------------------------------------------------------------------------
     # loop closure (eq. 11)
@@ -251,8 +289,7 @@ class FiveBarMapping(ClosedChainMapping):
         return residual, J_A, J_B
 
     def closure_residual(self, q):
-        q = as_finite_array("q", q, (self.model.nv,))
-        return self._kinematics(q)[0]
+        return self._kinematics(self._configuration("q", q))[0]
 
     def _singular_error(self, K_p, q, exactly_singular=False):
         """The ValueError for singular passive joints at q, or None where g_p is regular."""
@@ -285,7 +322,7 @@ class FiveBarMapping(ClosedChainMapping):
             length = np.linalg.norm(step)
             if length > MAX_NEWTON_STEP:
                 step *= MAX_NEWTON_STEP / length
-            q[passive] += step
+            q[self._passive_q] += step
         return norm, None, None
 
     def complete(self, theta_a, guess=None):
@@ -297,26 +334,31 @@ class FiveBarMapping(ClosedChainMapping):
 
     def _complete(self, theta_a, guess):
         """complete() with the loop kinematics of the result, a _Closure."""
-        theta_a = as_finite_array("theta_a", theta_a, (self.active_indices.size,))
+        theta_a = as_finite_array("theta_a", theta_a, (self.active_configuration_indices.size,))
         if guess is None:
             q = self.reference_configuration.copy()
         else:
-            q = as_finite_array("guess", guess, (self.model.nv,)).copy()
-        start = q[self.active_indices].copy()
-        distance = np.max(np.abs(theta_a - start))
+            q = self._configuration("guess", guess).copy()
+        # the joints outside the loop do not move it: they take their values at once
+        q[self._others_q] = theta_a[:self._others_q.size]
+        self._configuration("theta_a (in the tree configuration)", q)
+        motors = theta_a[self._others_q.size:]
+        start = q[self._motor_q].copy()
+        distance = np.max(np.abs(motors - start))
         if distance > MAX_CONTINUATION_STEPS * self.continuation_step:
             start_name = "reference configuration" if guess is None else "guess"
             raise ValueError(f"five_bar: theta_a is {distance:.3g} rad from the {start_name}, more than "
                              f"{MAX_CONTINUATION_STEPS} continuation steps of {self.continuation_step:g} rad")
         steps = max(1, math.ceil(distance / self.continuation_step))
         for k in range(1, steps + 1):
-            q[self.active_indices] = start + (theta_a - start) * (k / steps)
+            q[self._motor_q] = start + (motors - start) * (k / steps)
             residual, J_A, J_B = self._newton(q)
             if J_A is None:
                 raise ValueError(
-                    f"five_bar: no loop-closing configuration found for theta_a = "
-                    f"{np.array2string(theta_a, precision=6)}: Newton stalled at theta_a = "
-                    f"{np.array2string(q[self.active_indices], precision=6)} with residual {residual:.3g} "
+                    f"five_bar: no loop-closing configuration found for the active joints "
+                    f"{', '.join(self.active_joints[self._motors[0]:])} at "
+                    f"{np.array2string(motors, precision=6)}: Newton stalled at "
+                    f"{np.array2string(q[self._motor_q], precision=6)} with residual {residual:.3g} "
                     f"after {self.max_iterations} iterations (out of the linkage's reach, or too far "
                     f"from the guess)")
         return _Closure(self, q, J_A, J_B)
@@ -346,12 +388,12 @@ class FiveBarMapping(ClosedChainMapping):
 
     def completion_jacobian(self, q):
         """G = dq/dtheta_a = E (identity rows of the active joints, J_p of eq. 12 in the passive rows)."""
-        q = as_finite_array("q", q, (self.model.nv,))
+        q = self._configuration("q", q)
         return self._closure(q).E
 
     def passive_jacobian(self, q):
         """J_p = -g_p^-1 g_a (eq. 12) at a closed configuration q, (n_passive, n_active)."""
-        q = as_finite_array("q", q, (self.model.nv,))
+        q = self._configuration("q", q)
         return self._closure(q).J_p
 
     def _torque_derivative(self, closure, tau_tree, dtau_tree):
@@ -367,7 +409,7 @@ class FiveBarMapping(ClosedChainMapping):
         """d tau_a / d theta_a (eq. 14) at a closed configuration q, given the tree torques and their
         total derivative dtau_tree = d tau_tree / d theta_a (nv, n_active) along the closed chain."""
         nv, na = self.model.nv, self.active_indices.size
-        q = as_finite_array("q", q, (nv,))
+        q = self._configuration("q", q)
         tau_tree = as_finite_array("tau_tree", tau_tree, (nv,))
         dtau_tree = as_finite_array("dtau_tree", dtau_tree, (nv, na))
         return self._torque_derivative(self._closure(q), tau_tree, dtau_tree)
@@ -428,15 +470,15 @@ class FiveBarMapping(ClosedChainMapping):
         dh_dq, dh_dv = closure.bias_derivatives(v)
         na = self.active_indices.size
         # theta_a -> v = E(q) dtheta_a: K v = 0 gives g_p dv_p = -dK v
-        dv = np.zeros((q.size, na))
+        dv = np.zeros((model.nv, na))
         dv[passive] = -np.linalg.solve(K_p, np.einsum("irj,j->ri", dK, v))
         # theta_a -> a: K a + h(q, v) = 0 gives g_p da_p = -(dK a + dh/dq E + dh/dv dv)
-        da = np.zeros((q.size, na))
+        da = np.zeros((model.nv, na))
         da[passive] = -np.linalg.solve(K_p, np.einsum("irj,j->ri", dK, a) + dh_dq @ E + dh_dv @ dv)
         dtau_tree = dtau_dq @ E + dtau_dv @ dv + M @ da
         dtau_dtheta = self._torque_derivative(closure, tau, dtau_tree)
         # dtheta_a -> v = E dtheta_a, a_p = -g_p^-1 (g_a ddtheta_a + h(q, v))
-        da_v = np.zeros((q.size, na))
+        da_v = np.zeros((model.nv, na))
         da_v[passive] = -np.linalg.solve(K_p, dh_dv @ E)
         dtau_ddtheta = E.T @ (dtau_dv @ E + M @ da_v)
         return dtau_dtheta, dtau_ddtheta, E.T @ M @ E

@@ -26,11 +26,11 @@ def active_theta(mapping, model, initial_positions):
     joint (the active entries are used, the passive ones follow from the loop closure);
     empty: the mapping's reference configuration."""
     if not initial_positions:
-        return mapping.reference_configuration[mapping.active_indices].copy()
+        return mapping.active_configuration(mapping.reference_configuration)
     values = np.asarray(initial_positions, dtype=np.float64)
     if values.size == mapping.active_indices.size:
         return values
-    if values.size == model.nv:
-        return values[mapping.active_indices]
+    if values.size == model.nq:
+        return mapping.active_configuration(values)
     raise ValueError(f"parameter initial_positions: {values.size} numbers; a closed chain takes one per active "
-                     f"joint ({', '.join(mapping.active_joints)}) or one per tree joint ({model.nv})")
+                     f"joint ({', '.join(mapping.active_joints)}) or one per tree joint ({model.nq})")

@@ -119,7 +119,7 @@ def simulator_kernels(closed_chain=False):
         model = load_urdf(bundled_urdf("five_bar"))
         mapping = load_mapping("five_bar", model)
         simulator = ClosedChainSimulator(mapping, model, 1e-3,
-                                         mapping.reference_configuration[mapping.active_indices])
+                                         mapping.active_configuration(mapping.reference_configuration))
         simulator.step(np.zeros(model.nv), np.zeros(6), "end_effector")
     else:
         model = load_urdf(bundled_urdf("arm7"))

@@ -18,7 +18,7 @@ from ..dynamics import as_vector
 from ..jit import njit
 from ..kernels.closed_chain_packed import (ACTIVE, A_BIAS, BASE_ACCEL, DTHETA, G, HOME_P, HOME_R, OP, OR, OS, P_, PARENTS,
                                            PATH, PHI, Q, R_, SCREW_AXES, THETA, TMP6, V, chain_float_fields,
-                                           chain_int_fields, close_packed, fill_chain)
+                                           chain_int_fields, chain_loop, close_packed, fill_chain)
 from ..kernels.kinematics import LOCAL_WORLD_ALIGNED, frame_jacobian
 from ..kernels.loop_closure import CLOSED, NOT_CONVERGED, SINGULAR
 from ..kernels.lu import lu_factor, lu_solve
@@ -69,10 +69,7 @@ class ClosedChainSimulator:
     reset(q0). theta0: the actuated joints' start positions (at rest)."""
 
     def __init__(self, mapping, model, dt, theta0):
-        loop = mapping.loop_frames()
-        if loop is None:
-            raise ValueError(f"mapping {type(mapping).__name__}: its loop_frames() is None; the compiled "
-                             f"closed-chain simulation needs the loop as a pair of frames")
+        loop = chain_loop(mapping, model, "closed-chain simulation")
         self.mapping, self.model, self.dt = mapping, model, float(dt)
         nb, na, nc = model.nbodies, len(loop.active), len(loop.passive)
         self.f = Packed(float_fields(nb, na, nc))
