@@ -1,5 +1,6 @@
-"""Closed chains on floating bases: the five-bar mapping on a free flyer, and a leg with a four-bar
-knee below a spherical hip on a free flyer (ClosedChainMapping with nq != nv).
+"""Closed chains whose tree has more than the loop: the five-bar mapping on a free flyer, a leg with a
+four-bar knee below a spherical hip on a free flyer (ClosedChainMapping with nq != nv), and the
+five-bar on a turntable (a fixed base, a joint outside the loop, through the nodes' compiled tick).
 
 Oracles: the closed chain's forward and inverse dynamics as the KKT system of the tree with the loop's
 constraint rows, built from Pinocchio's mass matrix, nonlinear effects, frame Jacobians and frame
@@ -9,6 +10,8 @@ library's tree functions that test_multi_dof checks against Pinocchio; the centr
 under no actuator torque falling at g; central differences on the manifold (through
 dc.integrate) for the derivatives.
 """
+from pathlib import Path
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -124,18 +127,21 @@ def kkt_closed_chain(M, nle, J_A, J_B, b_A, b_B, T_rel, components, active, pass
 
 
 class PinFiveBar:
-    """The floating five-bar's tree in Pinocchio (JointModelFreeFlyer)."""
+    """A five-bar's tree in Pinocchio: the bundled one on a JointModelFreeFlyer, or `path` on a fixed
+    base."""
 
-    def __init__(self, model):
-        self.pm = pin.buildModelFromUrdf(str(FIVE_BAR), pin.JointModelFreeFlyer())
-        assert list(self.pm.names)[2:] == list(model.joint_names[6:])
+    def __init__(self, model, path=None):
+        self.floating = path is None
+        self.pm = (pin.buildModelFromUrdf(str(FIVE_BAR), pin.JointModelFreeFlyer()) if self.floating
+                   else pin.buildModelFromUrdf(str(path)))
+        assert list(self.pm.names)[1 + self.floating:] == list(model.joint_names[6 * self.floating:])
         self.pd = self.pm.createData()
 
-    @staticmethod
-    def v(x):
+    def v(self, x):
         """Our tree vector (angular first root) as Pinocchio's, and back (the swap is its own inverse)."""
         x = np.array(x, dtype=float)
-        x[:6] = swap_halves(x[:6])
+        if self.floating:
+            x[:6] = swap_halves(x[:6])
         return x
 
     def terms(self, q, v, frames):
@@ -152,10 +158,9 @@ class PinFiveBar:
             fid = pm.getFrameId(frame)
             J = pin.getFrameJacobian(pm, pd, fid, pin.LOCAL)
             acc = pin.getFrameAcceleration(pm, pd, fid, pin.LOCAL).vector
-            out.append((self.v(swap_halves(J).T).T, swap_halves(acc), pd.oMf[fid].homogeneous))
+            out.append((self.v(swap_halves(J).T).T, swap_halves(acc), pd.oMf[fid].homogeneous.copy()))
         # ours: M and nle in our coordinates (root angular first)
-        P = np.eye(pm.nv)
-        P[:6] = swap_halves(np.eye(pm.nv)[:6])
+        P = self.v(np.eye(pm.nv))
         return P @ M @ P.T, self.v(nle), out
 
     def kkt(self, mapping, q, v, **given):
@@ -279,14 +284,13 @@ def test_floating_five_bar_defaults_of_the_interface(five_bar):
                   "frame_jacobian")
 
 
-@pytest.mark.parametrize("case", ["five_bar", "leg"])
-def test_inverse_dynamics_derivatives_by_central_differences_on_the_manifold(case, five_bar, leg):
+@pytest.mark.parametrize("case, n_motors", [("five_bar", 2), ("leg", 1)])
+def test_inverse_dynamics_derivatives_by_central_differences_on_the_manifold(case, n_motors, five_bar, leg):
     """d tau_a / d theta_a (theta_a moved through dc.integrate, its quaternions staying unit) and
     d tau_a / d dtheta_a by central differences; M_a = G^T M G: 1e-6 relative."""
     model, mapping = five_bar if case == "five_bar" else leg
     data = model.create_data()
     rng = np.random.default_rng(5)
-    n_motors = mapping.active_indices.size - mapping._motors[0]
     theta = _random_theta(model, mapping, rng, rng.uniform(-0.3, 0.3, n_motors))
     na = mapping.active_indices.size
     dtheta, ddtheta = rng.normal(size=(2, na))
@@ -361,6 +365,71 @@ def test_leg_on_a_planar_hip_against_its_ball_hip(tmp_path):
         q_planar = planar.complete(np.concatenate([[0.01, 0.02, 1.0, 0.0, 0.3], [knee]]))
         np.testing.assert_allclose(q_planar[[p + 1 for p in planar.passive_indices]],
                                    q_ball[[p + 2 for p in ball.passive_indices]], atol=1e-10)
+
+
+# ------------------------------------------------------------------------------------------------
+# a fixed base with a joint outside the loop: the five-bar on a turntable
+
+
+@pytest.fixture(scope="module")
+def turntable(tmp_path_factory):
+    """The bundled five-bar on a revolute turntable whose axis misses the linkage's centre."""
+    xml = Path(FIVE_BAR).read_text()
+    assert '<link name="base_link">\n    <inertial>' not in xml      # the turntable gives it a mass
+    table = ('<link name="ground"/><joint name="table" type="revolute"><origin xyz="0.05 -0.02 0.1" rpy="0.3 0 0"/>'
+             '<parent link="ground"/><child link="base_link"/><axis xyz="0 0.6 0.8"/>'
+             '<limit lower="-3" upper="3" velocity="5" effort="5"/></joint>')
+    xml = xml.replace('<link name="base_link">', table + '<link name="base_link"><inertial><mass value="0.8"/>'
+                      '<inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>', 1)
+    path = tmp_path_factory.mktemp("turntable") / "five_bar_turntable.urdf"
+    path.write_text(xml)
+    model = dc.load_urdf(path)
+    return model, FiveBarMapping(model), path
+
+
+def test_turntable_joint_passes_through_and_matches_pinocchio(turntable):
+    """The turntable joint is active ahead of the motors; forward and inverse dynamics against the KKT
+    system built from Pinocchio's fixed-base model of the same URDF."""
+    model, mapping, path = turntable
+    assert mapping.active_joints == ("table", "joint1", "joint4")
+    oracle = PinFiveBar(model, path)
+    data = model.create_data()
+    rng = np.random.default_rng(7)
+    for _ in range(N_SAMPLES):
+        theta = np.concatenate([rng.uniform(-2.0, 2.0, 1), rng.uniform(-0.4, 0.4, 2)])
+        dtheta, tau_a, ddtheta = rng.normal(size=(3, 3))
+        q = mapping.complete(theta)
+        v = mapping.completion_jacobian(q) @ dtheta
+        _assert_close(mapping.forward_dynamics(model, data, theta, dtheta, tau_a),
+                      oracle.kkt(mapping, q, v, tau_a=tau_a)[0], 1e-9, "forward_dynamics")
+        _assert_close(mapping.inverse_dynamics(model, data, theta, dtheta, ddtheta),
+                      oracle.kkt(mapping, q, v, ddtheta=ddtheta)[0], 1e-9, "inverse_dynamics")
+
+
+def test_turntable_compiled_tick_is_the_mappings_inverse_dynamics(turntable):
+    """The nodes' compiled closed-chain tick with the turntable joint among the controlled ones: its
+    torques are the mapping's inverse dynamics of its computed-torque command."""
+    from dyn_control.control import tick as T
+    from dyn_control.control.closed_chain_tick import ClosedChainTick
+    model, mapping, _ = turntable
+    active = mapping.active_indices
+    tick = ClosedChainTick(model, mapping, active, "end_effector", 10)
+    f, s = tick.f, tick.f.s
+    f.kp[active], f.kd[active] = 100.0, 20.0
+    rng = np.random.default_rng(8)
+    for _ in range(N_SAMPLES):
+        theta = np.concatenate([rng.uniform(-2.0, 2.0, 1), rng.uniform(-0.4, 0.4, 2)])
+        dtheta = rng.normal(size=3)
+        q = mapping.complete(theta)
+        f.q[:] = q
+        f.v[:] = mapping.completion_jacobian(q) @ dtheta
+        f.centre[:] = q + 0.05 * rng.normal(size=model.nv)
+        s[T.S_T] = 0.0
+        tick.tick()
+        a_cmd = 100.0 * (f.centre[active] - theta) + 20.0 * (0.0 - dtheta)
+        expected = mapping.inverse_dynamics(model, model.create_data(), theta, dtheta, a_cmd, guess=q)
+        np.testing.assert_allclose(f.tau[active], np.clip(expected, -5.0, 5.0), atol=1e-10)
+        assert np.all(f.tau[mapping.passive_indices] == 0.0)
 
 
 # ------------------------------------------------------------------------------------------------
