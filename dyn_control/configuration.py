@@ -22,10 +22,11 @@ import numpy as np
 import scipy.linalg
 
 from . import multi_dof as _multi
-from .dynamics import _FAST_REFUSED, compiled_call, strict
+from .dynamics import _FAST_REFUSED, as_vector, compiled_call, strict
 from .floating_base import check_quaternion
 from .kernels import free_flyer as _ff
 from .kernels import multi_dof as _kernel
+from .kernels.inputs import all_finite
 from .model import FREE_FLYER_DOFS, MULTI_DOF_SCREWS, PLANAR, SPHERICAL, Model, as_real_array
 from .spatial import Ad, ad
 
@@ -40,10 +41,8 @@ def _model(model):
 
 def _vector(name, x, n):
     """x as a finite float64 (n,) array, else a ValueError naming it."""
-    x = as_real_array(name, x, f"an array of {n} real numbers")
-    if x.shape != (n,):
-        raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
-    if not np.all(np.isfinite(x)):
+    x = as_vector(name, x, n)
+    if not all_finite(x):
         bad = np.flatnonzero(~np.isfinite(x)).tolist()
         raise ValueError(f"{name} has non-finite entries (NaN or inf) at indices {bad}")
     return x
