@@ -12,7 +12,8 @@ The public names load on first use (PEP 562): a node process or the bringup that
 import importlib
 
 _PUBLIC = {
-    ".centroidal": ("center_of_mass", "centroidal_momentum_matrix", "jacobian_center_of_mass"),
+    ".centroidal": ("center_of_mass", "centroidal_momentum", "centroidal_momentum_matrix",
+                    "centroidal_momentum_time_variation", "jacobian_center_of_mass"),
     ".configuration": ("difference", "difference_jacobians", "integrate", "integrate_jacobians", "neutral", "normalize",
                        "random_configuration"),
     ".constrained_second_order": ("constrained_dynamics_second_derivatives", "impulse_dynamics_second_derivatives"),

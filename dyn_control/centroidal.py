@@ -1,12 +1,23 @@
-"""Public API of the centre of mass, its Jacobian and the centroidal momentum matrix (Pinocchio's
-centerOfMass, jacobianCenterOfMass and ccrba), for fixed and floating bases (kernels/centroidal.py).
+"""Public API of the centre of mass, its Jacobian, the centroidal momentum matrix and the centroidal
+momentum's rate (Pinocchio's centerOfMass, jacobianCenterOfMass, ccrba and
+computeCentroidalMomentumTimeVariation), for fixed and floating bases (kernels/centroidal.py).
 
 World frame: the centre of mass c, J_com with dc/dt = J_com v, and A_g with h_g = A_g v the
 centroidal momentum [k; l], angular first (Pinocchio: linear first): the angular momentum about c
-and the linear momentum, in the world's axes. Results are read-only views of Data buffers.
+and the linear momentum, in the world's axes. Results are read-only views of Data buffers, but the
+momentum and its rate (new arrays).
+
+The rate dh_g/dt = A_g a + dA_g/dt v is the sum of the wrenches on the robot but gravity's, about c
+(the point's own motion adds c' x m c' = 0), plus m g: what the world exerts on the tree's root
+bodies, from the inverse dynamics (RNEA's force through each root joint, gravity included: data.F);
+for a free flyer, whose root joint exerts rnea(q, v, a)[:6] - gravity(q)[:6] (in its frame), with
+gravity's own wrench put back. Multi-DoF joints through the tree twin (multi_dof.py).
 """
-from .dynamics import (_tree_q, as_vector, check_model_data, coupled_result, entry_call, fast, has_multi_dof,
-                       multi_dof_inputs, non_finite_error, strict)
+import numpy as np
+
+from . import multi_dof as _multi
+from .dynamics import (_tree_q, as_vector, check_model_data, coupled_result, entry_call, fast, gravity, has_multi_dof,
+                       multi_dof_inputs, non_finite_error, rnea, strict)
 from .kernels import centroidal as _centroidal
 from .kernels import entry as _entry
 
@@ -66,3 +77,35 @@ def centroidal_momentum_matrix(model, data, q):
     momentum, world axes  -> data.A_g (data.com and data.J_com too)."""
     _compute(model, data, q)
     return data.A_g
+
+
+def centroidal_momentum(model, data, q, v):
+    """h_g = A_g v (6,): [k; l], the angular momentum about the centre of mass and the linear momentum,
+    world axes (a new array)."""
+    A_g = centroidal_momentum_matrix(model, data, q)
+    return A_g @ as_vector("v", v, model.nv)
+
+
+def centroidal_momentum_time_variation(model, data, q, v, a):
+    """(h_g, dh_g): the centroidal momentum A_g v and its rate A_g a + dA_g/dt v (6,) each, [angular
+    about the centre of mass; linear], world axes (module docstring; new arrays)."""
+    if has_multi_dof(model):
+        twin, twin_data, q_t, v, a = multi_dof_inputs(model, data, q, v=v, a=a)
+        a_t = _multi.twin_acceleration(model, v, a, np.empty(model.nv))
+        return centroidal_momentum_time_variation(twin, twin_data, q_t, v, a_t)
+    h = centroidal_momentum(model, data, q, v)
+    c = data.com.copy()
+    mass = model.total_mass()
+    if model.root_joint is not None:
+        gravity_wrench = gravity(model, data, q)[:6].copy()
+        wrenches = [(data.base_R.copy(), data.base_p.copy(), rnea(model, data, q, v, a)[:6] - gravity_wrench)]
+    else:
+        rnea(model, data, q, v, a)
+        wrenches = [(data.R[i], data.p[i], data.F[i]) for i in range(model.nbodies) if model.parents[i] < 0]
+    dh = np.zeros(6)
+    dh[3:] = mass * model.gravity if model.root_joint is None else 0.0
+    for R, p, F in wrenches:  # [n; f] at the body's origin in its frame -> about c in the world's axes
+        f = R @ F[3:]
+        dh[:3] += R @ F[:3] + np.cross(p - c, f)
+        dh[3:] += f
+    return h, dh

@@ -195,6 +195,10 @@ def test_centroidal(pair):
                  "J_com")
     A = pin.ccrba(pm, pd, q, np.zeros(pm.nv))
     assert_close(dc.centroidal_momentum_matrix(m, d, q), pair.ours(np.r_[A[3:], A[:3]], False, True), "A_g")
+    pin.computeCentroidalMomentumTimeVariation(pm, pd, q, pair.pin_v(pair.v), pair.pin_v(pair.a))
+    h, dh = dc.centroidal_momentum_time_variation(m, d, q, pair.v, pair.a)
+    assert_close(h, np.r_[pd.hg.angular, pd.hg.linear], "h_g")
+    assert_close(dh, np.r_[pd.dhg.angular, pd.dhg.linear], "dh_g")
 
 
 def test_derivatives(pair):
