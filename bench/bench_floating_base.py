@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 import dyn_control as dc
-from common import Row, robot_urdf
+from common import Row, pinocchio_cases, robot_urdf
 
 ROBOTS = ("solo12", "talos_full_v2")
 FEET = {"solo12": [("FL_FOOT", "point"), ("FR_FOOT", "point"), ("HL_FOOT", "point"), ("HR_FOOT", "point")],
@@ -21,28 +21,20 @@ def _cases(name, model, data, pm, pd, q, v, a, tau):
     import pinocchio as pin
     back = np.argsort(np.r_[PINOCCHIO_ORDER, np.arange(6, model.nv)])
     vp, ap, taup = v[back], a[back], tau[back]
-    frame = model.frame_names[-1]
-    fid = pm.getFrameId(frame)
-    return [
-        ("rnea", lambda: dc.rnea(model, data, q, v, a), lambda: pin.rnea(pm, pd, q, vp, ap)),
-        ("aba", lambda: dc.aba(model, data, q, v, tau), lambda: pin.aba(pm, pd, q, vp, taup)),
-        ("crba", lambda: dc.crba(model, data, q), lambda: pin.crba(pm, pd, q)),
+
+    def momentum_rate():
+        pin.computeCentroidalMomentumTimeVariation(pm, pd, q, vp, ap)
+
+    return pinocchio_cases(model, data, pm, pd, q, v, a, tau, lambda x: x[back]) + [
         ("nonlinear_effects", lambda: dc.nonlinear_effects(model, data, q, v),
          lambda: pin.nonLinearEffects(pm, pd, q, vp)),
         ("gravity", lambda: dc.gravity(model, data, q), lambda: pin.computeGeneralizedGravity(pm, pd, q)),
-        ("jacobian (world)", lambda: dc.jacobian(model, data, q, frame),
-         lambda: pin.computeFrameJacobian(pm, pd, q, fid, pin.WORLD)),
-        ("forward_kinematics", lambda: dc.forward_kinematics(model, data, q),
-         lambda: pin.framesForwardKinematics(pm, pd, q)),
-        ("rnea_derivatives", lambda: dc.rnea_derivatives(model, data, q, v, a),
-         lambda: pin.computeRNEADerivatives(pm, pd, q, vp, ap)),
-        ("aba_derivatives", lambda: dc.aba_derivatives(model, data, q, v, tau),
-         lambda: pin.computeABADerivatives(pm, pd, q, vp, taup)),
         ("minverse", lambda: dc.minverse(model, data, q), lambda: pin.computeMinverse(pm, pd, q)),
         ("center_of_mass", lambda: dc.center_of_mass(model, data, q), lambda: pin.centerOfMass(pm, pd, q)),
         ("centroidal_momentum_matrix", lambda: dc.centroidal_momentum_matrix(model, data, q),
          lambda: pin.ccrba(pm, pd, q, vp)),
-        ("integrate", lambda: dc.integrate(model, q, v), lambda: pin.integrate(pm, q, vp)),
+        ("centroidal_momentum_time_variation",
+         lambda: dc.centroidal_momentum_time_variation(model, data, q, v, a), momentum_rate),
     ] + _contact_cases(name, model, data, pm, pd, q, v, tau, vp, taup)
 
 

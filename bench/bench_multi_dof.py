@@ -4,7 +4,7 @@ same XML (Pinocchio's JointModelPlanar orders its velocity [v_x, v_y, w_z], ours
 import numpy as np
 
 import dyn_control as dc
-from common import Row, robot_urdf
+from common import Row, pinocchio_cases, robot_urdf
 
 PLANAR_ORDER = np.r_[2, 0, 1]   # ours from Pinocchio's planar velocity
 
@@ -28,22 +28,6 @@ def run():
     q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
     v, a, tau = rng.normal(size=(3, model.nv))
     back = np.argsort(np.r_[PLANAR_ORDER, np.arange(3, model.nv)])
-    vp, ap, taup = v[back], a[back], tau[back]
-    frame = model.frame_names[-1]
-    fid = pm.getFrameId(frame)
     robot = "panda (planar base)"
-    cases = [
-        ("rnea", lambda: dc.rnea(model, data, q, v, a), lambda: pin.rnea(pm, pd, q, vp, ap)),
-        ("aba", lambda: dc.aba(model, data, q, v, tau), lambda: pin.aba(pm, pd, q, vp, taup)),
-        ("crba", lambda: dc.crba(model, data, q), lambda: pin.crba(pm, pd, q)),
-        ("jacobian (world)", lambda: dc.jacobian(model, data, q, frame),
-         lambda: pin.computeFrameJacobian(pm, pd, q, fid, pin.WORLD)),
-        ("forward_kinematics", lambda: dc.forward_kinematics(model, data, q),
-         lambda: pin.framesForwardKinematics(pm, pd, q)),
-        ("rnea_derivatives", lambda: dc.rnea_derivatives(model, data, q, v, a),
-         lambda: pin.computeRNEADerivatives(pm, pd, q, vp, ap)),
-        ("aba_derivatives", lambda: dc.aba_derivatives(model, data, q, v, tau),
-         lambda: pin.computeABADerivatives(pm, pd, q, vp, taup)),
-        ("integrate", lambda: dc.integrate(model, q, v), lambda: pin.integrate(pm, q, vp)),
-    ]
+    cases = pinocchio_cases(model, data, pm, pd, q, v, a, tau, lambda x: x[back])
     return [Row.versus(f"{case} {robot} (nv={model.nv})", robot, ours, ref) for case, ours, ref in cases]

@@ -85,3 +85,29 @@ class Row:
             return f"{self.case:44s} {self.ours_us:12.2f} {'':>12s} {'':>7s}  {self.note}"
         return (f"{self.case:44s} {self.ours_us:12.2f} {self.ref_us:12.2f} {self.ratio:7.2f}  "
                 f"{self.ref_name} {self.note}").rstrip()
+
+
+def pinocchio_cases(model, data, pm, pd, q, v, a, tau, to_pinocchio):
+    """(case, ours, Pinocchio's) per-call pairs of the dynamics, kinematics, first-order derivatives and
+    integrate on the model's last frame; to_pinocchio permutes a velocity-like vector of ours into
+    Pinocchio's order (a free flyer's or planar joint's velocity is ordered differently)."""
+    import pinocchio as pin
+
+    import dyn_control as dc
+    vp, ap, taup = (to_pinocchio(x) for x in (v, a, tau))
+    frame = model.frame_names[-1]
+    fid = pm.getFrameId(frame)
+    return [
+        ("rnea", lambda: dc.rnea(model, data, q, v, a), lambda: pin.rnea(pm, pd, q, vp, ap)),
+        ("aba", lambda: dc.aba(model, data, q, v, tau), lambda: pin.aba(pm, pd, q, vp, taup)),
+        ("crba", lambda: dc.crba(model, data, q), lambda: pin.crba(pm, pd, q)),
+        ("jacobian (world)", lambda: dc.jacobian(model, data, q, frame),
+         lambda: pin.computeFrameJacobian(pm, pd, q, fid, pin.WORLD)),
+        ("forward_kinematics", lambda: dc.forward_kinematics(model, data, q),
+         lambda: pin.framesForwardKinematics(pm, pd, q)),
+        ("rnea_derivatives", lambda: dc.rnea_derivatives(model, data, q, v, a),
+         lambda: pin.computeRNEADerivatives(pm, pd, q, vp, ap)),
+        ("aba_derivatives", lambda: dc.aba_derivatives(model, data, q, v, tau),
+         lambda: pin.computeABADerivatives(pm, pd, q, vp, taup)),
+        ("integrate", lambda: dc.integrate(model, q, v), lambda: pin.integrate(pm, q, vp)),
+    ]

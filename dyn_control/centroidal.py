@@ -7,16 +7,15 @@ centroidal momentum [k; l], angular first (Pinocchio: linear first): the angular
 and the linear momentum, in the world's axes. Results are read-only views of Data buffers, but the
 momentum and its rate (new arrays).
 
-The rate dh_g/dt = A_g a + dA_g/dt v is the sum of the wrenches on the robot but gravity's, about c
-(the point's own motion adds c' x m c' = 0), plus m g: what the world exerts on the tree's root
-bodies, from the inverse dynamics (RNEA's force through each root joint, gravity included: data.F);
-for a free flyer, whose root joint exerts rnea(q, v, a)[:6] - gravity(q)[:6] (in its frame), with
-gravity's own wrench put back. Multi-DoF joints through the tree twin (multi_dof.py).
+The momentum and its rate dh_g/dt = A_g a + dA_g/dt v come from one inverse dynamics pass
+(kernels/centroidal.momentum_and_rate): the bodies' momenta summed, and the rate as the sum of the
+wrenches on the robot about c (the point's own motion adds c' x m c' = 0): the forces through the
+root joints (gravity's wrench taken out) plus m g. Multi-DoF joints through the tree twin (multi_dof.py).
 """
 import numpy as np
 
 from . import multi_dof as _multi
-from .dynamics import (_tree_q, as_vector, check_model_data, coupled_result, entry_call, fast, gravity, has_multi_dof,
+from .dynamics import (_tree_q, as_vector, check_model_data, coupled_result, entry_call, fast, has_multi_dof,
                        multi_dof_inputs, non_finite_error, rnea, strict)
 from .kernels import centroidal as _centroidal
 from .kernels import entry as _entry
@@ -93,19 +92,15 @@ def centroidal_momentum_time_variation(model, data, q, v, a):
         twin, twin_data, q_t, v, a = multi_dof_inputs(model, data, q, v=v, a=a)
         a_t = _multi.twin_acceleration(model, v, a, np.empty(model.nv))
         return centroidal_momentum_time_variation(twin, twin_data, q_t, v, a_t)
-    h = centroidal_momentum(model, data, q, v)
-    c = data.com.copy()
-    mass = model.total_mass()
-    if model.root_joint is not None:
-        gravity_wrench = gravity(model, data, q)[:6].copy()
-        wrenches = [(data.base_R.copy(), data.base_p.copy(), rnea(model, data, q, v, a)[:6] - gravity_wrench)]
-    else:
-        rnea(model, data, q, v, a)
-        wrenches = [(data.R[i], data.p[i], data.F[i]) for i in range(model.nbodies) if model.parents[i] < 0]
-    dh = np.zeros(6)
-    dh[3:] = mass * model.gravity if model.root_joint is None else 0.0
-    for R, p, F in wrenches:  # [n; f] at the body's origin in its frame -> about c in the world's axes
-        f = R @ F[3:]
-        dh[:3] += R @ F[:3] + np.cross(p - c, f)
-        dh[3:] += f
+    rnea(model, data, q, v, a)     # checks the inputs; the tree's poses, twists and joint forces
+    scratch = data.__dict__.get("_momentum_scratch")
+    if scratch is None:
+        scratch = data.__dict__["_momentum_scratch"] = (np.empty((model.nbodies, 6)), np.empty((model.nbodies, 4)),
+                                                        np.empty((3, 6)), np.empty((4, 3)))
+    h, dh = np.empty(6), np.empty(6)
+    if not _centroidal.momentum_and_rate(model._parents, data._R, data._p, model._phi, data._V, data._F,
+                                         data._base_R, data._base_p, model._gravity, *scratch, h, dh):
+        if not model.phi[:, 0].sum() > 0.0:
+            raise ValueError(f"robot {model.name!r} has no mass: its centre of mass is undefined")
+        raise non_finite_error(q=q, v=v, a=a)
     return h, dh

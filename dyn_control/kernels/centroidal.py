@@ -8,7 +8,7 @@ of mass by (m_j v_j + w_j x h_j) / m. A floating base's root frame is its root l
 world: the results are turned into the world's (R = I, p = 0 for a fixed base).
 """
 from ..jit import njit
-from ..spatial import inertia_times
+from ..spatial import force_to_parent_add, inertia_times
 from .crba import composite_inertias
 from .inputs import all_finite
 from .kinematics import body_poses
@@ -78,3 +78,64 @@ def center_of_mass(parents, screw_axes, home_R, home_p, phi, q, root_R, root_p, 
     for r in range(3):
         com[r] = root_R[r, 0] * c0 + root_R[r, 1] * c1 + root_R[r, 2] * c2 + root_p[r]
     return all_finite(com)
+
+
+@njit(cache=True)
+def momentum_and_rate(parents, R, p, phi, V, F, base_R, base_p, gravity, momenta, moments, totals, pose, h, dh):
+    """The centroidal momentum h (6,) and its rate dh (6,), [angular about the centre of mass; linear],
+    world axes, after an inverse dynamics pass at (q, v, a) that left each body's pose in its parent
+    (R, p), twist V and the force F through its joint (gravity included), body frames; the tree's
+    root frame at (base_R, base_p) in the world. Backward over the bodies: each subtree's momentum
+    sum_i I_i V_i and first moment of mass [m; m c] in its root body's frame, then at the root
+    bodies in the world (about its origin) with their joints' forces: their sum is the rate of the
+    momentum less gravity's wrench. Scratch: momenta (nb, 6), moments (nb, 4), totals (3, 6), pose
+    (4, 3). False when the robot has no mass or a result is not finite."""
+    nb = parents.shape[0]
+    for i in range(nb):
+        inertia_times(phi[i], V[i], momenta[i])
+        for k in range(4):
+            moments[i, k] = phi[i, k]
+    totals[:, :] = 0.0
+    k_o, n_o = totals[0], totals[1]     # the momentum and the root joints' forces about the world's origin
+    first = totals[2, :4]               # mass and first moment of mass in the world
+    Rw, pw = pose[:3], pose[3]
+    for i in range(nb - 1, -1, -1):
+        parent = parents[i]
+        if parent >= 0:
+            force_to_parent_add(R[i], p[i], momenta[i], momenta[parent])
+            _moment_to_parent_add(R[i], p[i], moments[i], moments[parent])
+        else:   # the root body's pose in the world: the root frame's times its own
+            for r in range(3):
+                for c in range(3):
+                    Rw[r, c] = base_R[r, 0] * R[i, 0, c] + base_R[r, 1] * R[i, 1, c] + base_R[r, 2] * R[i, 2, c]
+                pw[r] = base_R[r, 0] * p[i, 0] + base_R[r, 1] * p[i, 1] + base_R[r, 2] * p[i, 2] + base_p[r]
+            force_to_parent_add(Rw, pw, momenta[i], k_o)
+            force_to_parent_add(Rw, pw, F[i], n_o)
+            _moment_to_parent_add(Rw, pw, moments[i], first)
+    mass = first[0]
+    if not mass > 0.0:
+        return False
+    c0, c1, c2 = first[1] / mass, first[2] / mass, first[3] / mass
+    _about(k_o, c0, c1, c2, h)
+    _about(n_o, c0, c1, c2, dh)
+    for r in range(3):  # gravity's wrench about c: its force alone
+        dh[3 + r] += mass * gravity[r]
+    return all_finite(h) and all_finite(dh)
+
+
+@njit(cache=True, inline="always")
+def _about(x, c0, c1, c2, out):
+    """out = x, a force about the origin, about the point c: [n - c x f; f]."""
+    out[0] = x[0] - (c1 * x[5] - c2 * x[4])
+    out[1] = x[1] - (c2 * x[3] - c0 * x[5])
+    out[2] = x[2] - (c0 * x[4] - c1 * x[3])
+    out[3], out[4], out[5] = x[3], x[4], x[5]
+
+
+@njit(cache=True, inline="always")
+def _moment_to_parent_add(R, p, moment, out):
+    """out += a child's [mass; first moment of mass] in its parent's frame: [m; R h + m p]."""
+    m = moment[0]
+    out[0] += m
+    for r in range(3):
+        out[1 + r] += R[r, 0] * moment[1] + R[r, 1] * moment[2] + R[r, 2] * moment[3] + m * p[r]
