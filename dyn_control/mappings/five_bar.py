@@ -245,10 +245,10 @@ class FiveBarMapping(ClosedChainMapping):
         self.active_indices = np.array([i for i in range(nv) if i not in loop] + active, dtype=np.int64)
         self.passive_indices = np.array([i for i in loop if i not in active], dtype=np.int64)
         self._later = np.triu(np.ones((nv, nv)), 1)   # [j, l] = 1 when joint l comes after joint j
-        self._motors = np.arange(nv - len(loop), self.active_indices.size)    # their place in theta_a
+        self._n_others = nv - len(loop)                # the active joints before the motors
         self._motor_q = configuration_entries(model, active)
         self._passive_q = configuration_entries(model, self.passive_indices)
-        self._others_q = configuration_entries(model, self.active_indices[:self._motors[0]])
+        self._others_q = configuration_entries(model, self.active_indices[:self._n_others])
 
         n_passive = self.passive_indices.size
         expected = f"{n_passive} distinct indices in 0..5 (one per passive joint)"
@@ -356,7 +356,7 @@ class FiveBarMapping(ClosedChainMapping):
             if J_A is None:
                 raise ValueError(
                     f"five_bar: no loop-closing configuration found for the active joints "
-                    f"{', '.join(self.active_joints[self._motors[0]:])} at "
+                    f"{', '.join(self.active_joints[self._n_others:])} at "
                     f"{np.array2string(motors, precision=6)}: Newton stalled at "
                     f"{np.array2string(q[self._motor_q], precision=6)} with residual {residual:.3g} "
                     f"after {self.max_iterations} iterations (out of the linkage's reach, or too far "
