@@ -6,7 +6,8 @@ simulators. At the end (--duration, Ctrl-C, SIGTERM) it deactivates the controll
 publishes its safe command), then ends the processes (SIGINT: each deactivates itself); a node
 process that dies is reported and ends the bringup with exit code 1; a node that reports a fatal
 error on /diagnostics (a simulator that diverged, a loop stopped by an exception: FatalReports) makes
-it exit with code 3 at the end (the run goes on: the diverged robot is held). The file reaches the nodes
+it exit with code 3 at the end (the run goes on: the diverged robot is held), or at once when a
+transition fails after such a report and no process died. The file reaches the nodes
 through rcl's own parser (`--ros-args --params-file CONFIG.yaml`), so wildcards (`/**`) and
 namespaces behave as under ros2 launch: an entry `/robot1/dyn_controller:` starts that node in
 /robot1, `/**/dyn_controller:` applies to all of them and starts one in --namespace (default /)
@@ -182,7 +183,12 @@ def bringup(config, duration=None, monitor=None, namespace="/"):
             if group is controllers and stop.wait(_discovery_settle(children)):
                 return 130
             if not transition(group, step, children, stop):
-                return 130 if stop.is_set() else 1
+                if stop.is_set():
+                    return 130
+                # a node that went fatal as it came up (a simulator diverging at once) may leave its
+                # transition unanswered: the fatal report says why, unless a process died
+                died = any(child.process.poll() is not None for child in children)
+                return FATAL_EXIT_CODE if fatal.seen and not died else 1
         phase.update(name="run", since=time.monotonic())
         deadline = None if duration is None else time.monotonic() + duration
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
