@@ -463,7 +463,9 @@ def test_bringup_exits_3_when_the_simulator_diverges(tmp_path, capfd):
     first step: the simulator reports a fatal ERROR and the bringup ends with exit code 3."""
     urdf = tmp_path / "tiny.urdf"
     urdf.write_text(PENDULUM)
-    config = ros_harness.write_parameter_file(tmp_path / "params.yaml", {"dyn_simulator": {
+    # in a namespace of its own: no dyn_simulator an earlier test of this process left in the graph
+    # (in-process nodes, their participants) shares its lifecycle services
+    config = ros_harness.write_parameter_file(tmp_path / "params.yaml", {"/diverging/dyn_simulator": {
         "urdf_path": str(urdf), "wait_for_command": False, "command_timeout_action": "zero",
         "external_wrench.schedule.start": [0.5], "external_wrench.schedule.end": [5.0],
         "external_wrench.schedule.frame": ["tip"], "external_wrench.schedule.force": [0.0, 100.0, 0.0]}})
